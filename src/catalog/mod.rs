@@ -1,0 +1,431 @@
+//! The catalog: domains, datasets, columns and their tags, and the `CatalogSource` trait that
+//! reads them. Sources turn upstream responses into these types only through [`boundary`];
+//! effective column tags are merged here (database → table → column, the more specific level
+//! wins), because Lake Formation's column query omits inherited tags.
+//!
+//! This module never writes to a source and never invents a value: a tag that was not read is
+//! `not_collected`, a tag the reader may not see is `withheld`.
+
+pub mod boundary;
+pub mod dir;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::ontology::Ontology;
+use boundary::{Clause, LfTagPair, Recorded, SchemaError};
+
+/// A domain name, e.g. `policy`. Its Glue database is `<domain>_curated`.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(transparent)]
+pub struct Domain(pub String);
+
+/// A table name inside a domain, e.g. `customer`.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(transparent)]
+pub struct TableName(pub String);
+
+impl fmt::Display for Domain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for TableName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The Glue database that holds a domain's curated tables.
+pub fn database_of(domain: &Domain) -> String {
+    format!("{}_curated", domain.0)
+}
+
+/// Whether a field's value is there, and if not, why not. Set where the decision is made.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldState {
+    /// The source has a value; it is in `value`.
+    Present,
+    /// The source was read and holds no value at any level. Treat as "not classified yet":
+    /// ask the data owner, do not assume a default.
+    EmptyInSource,
+    /// govcat did not read this field (not recorded, or not requested). Read the dataset live
+    /// with `get_dataset` before relying on its absence.
+    NotCollected,
+    /// The value exists or may exist but the reader may not see it (Lake Formation denied the
+    /// read, or the caller's scopes do not cover it). Ask for access; never treat as empty.
+    Withheld,
+}
+
+impl FieldState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldState::Present => "present",
+            FieldState::EmptyInSource => "empty_in_source",
+            FieldState::NotCollected => "not_collected",
+            FieldState::Withheld => "withheld",
+        }
+    }
+}
+
+/// The level a present tag was assigned at.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TagLevel {
+    Database,
+    Table,
+    Column,
+}
+
+/// One tag key of a column or table: its state, and its value when `present`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TagState {
+    pub state: FieldState,
+    /// The value; `null` unless `state` is `present`.
+    pub value: Option<String>,
+    /// Where a present value was assigned (inheritance: database → table → column).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assigned_at: Option<TagLevel>,
+}
+
+impl TagState {
+    pub fn present(value: &str, level: TagLevel) -> TagState {
+        TagState {
+            state: FieldState::Present,
+            value: Some(value.to_string()),
+            assigned_at: Some(level),
+        }
+    }
+
+    pub fn absent(state: FieldState) -> TagState {
+        TagState {
+            state,
+            value: None,
+            assigned_at: None,
+        }
+    }
+
+    pub fn value(&self) -> Option<&str> {
+        match self.state {
+            FieldState::Present => self.value.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// Tags of a column or table, keyed by tag key (ontology keys first-class, in key order).
+pub type Tags = BTreeMap<String, TagState>;
+
+/// What was read of one level's tags.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LevelTags {
+    Read(Vec<LfTagPair>),
+    NotCollected,
+    Withheld,
+}
+
+impl From<Option<Recorded<Vec<LfTagPair>>>> for LevelTags {
+    fn from(r: Option<Recorded<Vec<LfTagPair>>>) -> Self {
+        match r {
+            None => LevelTags::NotCollected,
+            Some(Recorded::Ok(p)) => LevelTags::Read(p),
+            Some(Recorded::AccessDenied(_)) => LevelTags::Withheld,
+        }
+    }
+}
+
+/// Merges levels from most to least specific. The first level that assigns a key wins; a level
+/// that was not read (or was denied) before any assignment makes the key `not_collected`
+/// (`withheld`), because a more specific value might be hidden there; a key no read level
+/// assigns is `empty_in_source`. Keys in the source but not in the ontology are kept.
+pub fn effective_tags(ontology: &Ontology, most_specific_first: &[(TagLevel, &LevelTags)]) -> Tags {
+    let mut keys: Vec<String> = ontology.key_names();
+    for (_, level) in most_specific_first {
+        if let LevelTags::Read(pairs) = level {
+            for p in pairs {
+                if !keys.contains(&p.key) {
+                    keys.push(p.key.clone());
+                }
+            }
+        }
+    }
+    keys.into_iter()
+        .map(|key| {
+            let mut state = TagState::absent(FieldState::EmptyInSource);
+            for (level_name, level) in most_specific_first {
+                match level {
+                    LevelTags::Read(pairs) => {
+                        if let Some(p) = pairs.iter().find(|p| p.key == key) {
+                            state = TagState::present(&p.value, *level_name);
+                            break;
+                        }
+                    }
+                    LevelTags::NotCollected => {
+                        state = TagState::absent(FieldState::NotCollected);
+                        break;
+                    }
+                    LevelTags::Withheld => {
+                        state = TagState::absent(FieldState::Withheld);
+                        break;
+                    }
+                }
+            }
+            (key, state)
+        })
+        .collect()
+}
+
+/// A domain with its owner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DomainInfo {
+    pub name: Domain,
+    pub owner: String,
+    pub description: String,
+    pub account_id: String,
+}
+
+/// Who owns a dataset and where it lives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DatasetMetadata {
+    pub name: TableName,
+    pub domain: Domain,
+    pub database: String,
+    /// Glue table owner; `null` when Glue holds none.
+    pub owner: Option<String>,
+    pub description: Option<String>,
+    pub updated_at: Option<String>,
+}
+
+/// What the dataset promises: freshness and table-level tags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Contract {
+    /// The table parameter `freshness_sla` (e.g. `24h`); `null` when the table declares none.
+    pub freshness_sla: Option<String>,
+    /// Effective table-level tags (database → table).
+    pub table_tags: Tags,
+}
+
+/// A column with its effective tags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Column {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub data_type: String,
+    /// The Glue column comment; `null` when Glue holds none (`description_state` says so).
+    pub description: Option<String>,
+    pub description_state: FieldState,
+    pub is_partition_key: bool,
+    pub lf_tags: Tags,
+}
+
+/// One dataset as read from the source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Dataset {
+    pub metadata: DatasetMetadata,
+    pub contract: Contract,
+    pub columns: Vec<Column>,
+}
+
+/// An LF-tag grant of a role.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoleGrants {
+    pub role: String,
+    pub grants: Vec<boundary::TagPolicyGrant>,
+    /// Grants on named resources, which `check_grant_expression` does not evaluate.
+    pub named_resource_grants: usize,
+}
+
+impl RoleGrants {
+    /// The tag-policy expressions of this role in one catalog (account).
+    pub fn expressions_in(&self, catalog_id: &str) -> Vec<&Vec<Clause>> {
+        self.grants
+            .iter()
+            .filter(|g| g.catalog_id == catalog_id)
+            .map(|g| &g.expression)
+            .collect()
+    }
+}
+
+/// How fresh the source is, as far as govcat knows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SourceFreshness {
+    /// `dir` or `aws`.
+    pub kind: String,
+    /// Where the catalog was read from.
+    pub location: String,
+    /// When the source data was recorded or last read (RFC 3339), when known.
+    pub recorded_at: Option<String>,
+    /// How often the source is expected to change (seconds), when known.
+    pub refresh_every_secs: Option<u64>,
+}
+
+/// A failure to read the catalog. Every message names the thing, the problem, the next step.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum CatalogError {
+    #[error("domain '{domain}' is not in this catalog; run `govcat list-domains` to see the domains ({available} available)")]
+    DomainNotFound { domain: String, available: usize },
+    #[error("dataset '{domain}.{table}' is not in this catalog; run `govcat get-dataset` with one of the domain's tables: {}", tables.join(", "))]
+    DatasetNotFound {
+        domain: String,
+        table: String,
+        tables: Vec<String>,
+    },
+    #[error("role '{role}' is not in this catalog; known roles: {}", roles.join(", "))]
+    RoleNotFound { role: String, roles: Vec<String> },
+    #[error("upstream response {0}; the source changed shape: re-record it or report the response to the govcat maintainers")]
+    UpstreamSchema(#[from] SchemaError),
+    #[error("{thing}: {problem}; {next}")]
+    Io {
+        thing: String,
+        problem: String,
+        next: String,
+    },
+}
+
+impl CatalogError {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CatalogError::DomainNotFound { .. } => "DomainNotFound",
+            CatalogError::DatasetNotFound { .. } => "DatasetNotFound",
+            CatalogError::RoleNotFound { .. } => "RoleNotFound",
+            CatalogError::UpstreamSchema(_) => "UpstreamSchemaError",
+            CatalogError::Io { .. } => "SourceUnavailable",
+        }
+    }
+}
+
+/// A table that could not be read while enumerating, with the reason (for counts, rule 14).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Unreadable {
+    pub table: String,
+    pub reason: String,
+}
+
+/// A catalog source: `dir` (recorded responses) or, later, `aws`. Read-only by construction:
+/// the trait has no method that writes.
+pub trait CatalogSource: Send + Sync {
+    fn freshness(&self) -> SourceFreshness;
+    /// All domains, ordered by name.
+    fn list_domains(&self) -> Result<Vec<DomainInfo>, CatalogError>;
+    /// The table names of one domain, ordered.
+    fn list_tables(&self, domain: &Domain) -> Result<Vec<TableName>, CatalogError>;
+    /// One dataset, read now (never from a snapshot).
+    fn get_dataset(&self, domain: &Domain, table: &TableName) -> Result<Dataset, CatalogError>;
+    /// The known roles, ordered.
+    fn list_roles(&self) -> Result<Vec<String>, CatalogError>;
+    fn role_grants(&self, role: &str) -> Result<RoleGrants, CatalogError>;
+}
+
+/// Reads every dataset of a domain; tables that fail are returned separately, never dropped.
+pub fn read_domain(
+    source: &dyn CatalogSource,
+    domain: &Domain,
+) -> Result<(Vec<Dataset>, Vec<Unreadable>), CatalogError> {
+    let mut ok = Vec::new();
+    let mut failed = Vec::new();
+    for table in source.list_tables(domain)? {
+        match source.get_dataset(domain, &table) {
+            Ok(d) => ok.push(d),
+            Err(e) => failed.push(Unreadable {
+                table: table.0,
+                reason: e.to_string(),
+            }),
+        }
+    }
+    Ok((ok, failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn pair(k: &str, v: &str) -> LfTagPair {
+        LfTagPair {
+            key: k.into(),
+            value: v.into(),
+        }
+    }
+
+    fn ontology() -> Ontology {
+        Ontology::load(Path::new(crate::ontology::DEFAULT_ONTOLOGY_PATH)).unwrap()
+    }
+
+    #[test]
+    fn column_overrides_table_overrides_database() {
+        let db = LevelTags::Read(vec![
+            pair("residency", "eu"),
+            pair("sensitivity", "internal"),
+        ]);
+        let table = LevelTags::Read(vec![pair("residency", "global")]);
+        let column = LevelTags::Read(vec![pair("sensitivity", "high")]);
+        let tags = effective_tags(
+            &ontology(),
+            &[
+                (TagLevel::Column, &column),
+                (TagLevel::Table, &table),
+                (TagLevel::Database, &db),
+            ],
+        );
+        assert_eq!(
+            tags["sensitivity"],
+            TagState::present("high", TagLevel::Column)
+        );
+        assert_eq!(
+            tags["residency"],
+            TagState::present("global", TagLevel::Table)
+        );
+        assert_eq!(
+            tags["retention"],
+            TagState::absent(FieldState::EmptyInSource)
+        );
+    }
+
+    #[test]
+    fn unread_column_level_makes_unassigned_keys_not_collected_not_empty() {
+        let db = LevelTags::Read(vec![pair("residency", "eu")]);
+        let table = LevelTags::Read(vec![]);
+        let tags = effective_tags(
+            &ontology(),
+            &[
+                (TagLevel::Column, &LevelTags::NotCollected),
+                (TagLevel::Table, &table),
+                (TagLevel::Database, &db),
+            ],
+        );
+        assert_eq!(
+            tags["residency"],
+            TagState::absent(FieldState::NotCollected)
+        );
+        assert_eq!(
+            tags["sensitivity"],
+            TagState::absent(FieldState::NotCollected)
+        );
+    }
+
+    #[test]
+    fn denied_column_level_is_withheld() {
+        let db = LevelTags::Read(vec![pair("residency", "eu")]);
+        let tags = effective_tags(
+            &ontology(),
+            &[
+                (TagLevel::Column, &LevelTags::Withheld),
+                (TagLevel::Database, &db),
+            ],
+        );
+        assert!(tags.values().all(|t| t.state == FieldState::Withheld));
+    }
+}

@@ -1,0 +1,5 @@
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    govcat::cli::run(govcat::cli::Cli::parse())
+}

@@ -1,0 +1,196 @@
+//! `check_grant_expression`: would this role's LF-tag grant expression reach this dataset?
+//! Exact evaluation against each column's effective tags: AND across a grant's clauses, OR
+//! within a clause's values, OR across the role's grants in the domain's catalog. Tags the
+//! reader cannot see make a column `undetermined`, never reached or denied by guess.
+//! There is no per-user grant listing here, by design.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{CacheScope, Caller, Context, ToolError};
+use crate::catalog::boundary::Clause;
+use crate::catalog::{Column, Domain, FieldState, TableName, TagState};
+
+pub const DESCRIPTION: &str = "Evaluate a role's Lake Formation LF-tag grant expressions in the \
+dataset's domain catalog against every column's effective tags. A column is reached when every \
+clause of one grant holds (AND across keys, OR within a key's values). Returns `reaches` (at least \
+one column reached), the reached columns, the denied columns with each grant's failing clause and \
+the tag found, and `undetermined` columns whose tags are withheld or not collected. Columns are in \
+dataset order. The role, domain and table names match exactly; an unknown role or dataset is an \
+error that lists the known names. Never lists which users hold a role.";
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Role name, e.g. `claims-analyst`.
+    pub role: String,
+    pub domain: Domain,
+    pub table: TableName,
+}
+
+/// One clause that did not hold, with the tag the column carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FailedClause {
+    pub grant: usize,
+    pub key: String,
+    pub allowed: Vec<String>,
+    pub found: TagState,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Denied {
+    pub column: String,
+    pub failed: Vec<FailedClause>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Undetermined {
+    pub column: String,
+    /// Keys whose state (withheld / not_collected) prevents evaluation.
+    pub keys: Vec<String>,
+    pub state: FieldState,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Grant {
+    pub catalog_id: String,
+    pub resource_type: String,
+    pub expression: Vec<Clause>,
+    pub permissions: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Output {
+    pub role: String,
+    pub domain: Domain,
+    pub table: TableName,
+    pub reaches: bool,
+    /// The role's LF-tag grants in this domain's catalog, numbered from 0 in `failed[].grant`.
+    pub grants: Vec<Grant>,
+    pub reached: Vec<String>,
+    pub denied: Vec<Denied>,
+    pub undetermined: Vec<Undetermined>,
+    /// Grants on named resources (not LF-tag policies), which this tool does not evaluate.
+    pub named_resource_grants_not_evaluated: usize,
+    pub sort_key: String,
+    #[serde(rename = "ttlMs")]
+    pub ttl_ms: u64,
+    #[serde(rename = "cacheScope")]
+    pub cache_scope: CacheScope,
+}
+
+enum Verdict {
+    Reached,
+    Denied(Vec<FailedClause>),
+    Undetermined(Vec<String>, FieldState),
+}
+
+fn evaluate(column: &Column, grants: &[Grant]) -> Verdict {
+    let mut failed = Vec::new();
+    let mut unknown: Option<(Vec<String>, FieldState)> = None;
+    for (i, grant) in grants.iter().enumerate() {
+        let mut grant_failed = false;
+        let mut grant_unknown = Vec::new();
+        let mut unknown_state = FieldState::NotCollected;
+        for clause in &grant.expression {
+            let found = column
+                .lf_tags
+                .get(&clause.key)
+                .cloned()
+                .unwrap_or(TagState::absent(FieldState::EmptyInSource));
+            match found.state {
+                FieldState::Present | FieldState::EmptyInSource => {
+                    let ok = found
+                        .value()
+                        .is_some_and(|v| clause.values.iter().any(|a| a == v));
+                    if !ok {
+                        grant_failed = true;
+                        failed.push(FailedClause {
+                            grant: i,
+                            key: clause.key.clone(),
+                            allowed: clause.values.clone(),
+                            found,
+                        });
+                    }
+                }
+                state => {
+                    unknown_state = state;
+                    grant_unknown.push(clause.key.clone());
+                }
+            }
+        }
+        if !grant_failed && grant_unknown.is_empty() {
+            return Verdict::Reached;
+        }
+        if !grant_failed && unknown.is_none() {
+            unknown = Some((grant_unknown, unknown_state));
+        }
+    }
+    match unknown {
+        Some((keys, state)) => Verdict::Undetermined(keys, state),
+        None => Verdict::Denied(failed),
+    }
+}
+
+pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
+    ctx.require_domain(caller, &input.domain)?;
+    let role = ctx.source.role_grants(&input.role)?;
+    let domain = ctx
+        .source
+        .list_domains()?
+        .into_iter()
+        .find(|d| d.name == input.domain)
+        .ok_or_else(|| {
+            ToolError::new(
+                "DomainNotFound",
+                format!(
+                    "domain '{}' is not in this catalog; run list_domains to see the domains",
+                    input.domain
+                ),
+            )
+            .with("domain", &input.domain)
+        })?;
+    let dataset = ctx.source.get_dataset(&input.domain, &input.table)?;
+    let grants: Vec<Grant> = role
+        .grants
+        .iter()
+        .filter(|g| g.catalog_id == domain.account_id)
+        .map(|g| Grant {
+            catalog_id: g.catalog_id.clone(),
+            resource_type: g.resource_type.clone(),
+            expression: g.expression.clone(),
+            permissions: g.permissions.clone(),
+        })
+        .collect();
+    let mut reached = Vec::new();
+    let mut denied = Vec::new();
+    let mut undetermined = Vec::new();
+    for column in &dataset.columns {
+        match evaluate(column, &grants) {
+            Verdict::Reached => reached.push(column.name.clone()),
+            Verdict::Denied(failed) => denied.push(Denied {
+                column: column.name.clone(),
+                failed,
+            }),
+            Verdict::Undetermined(keys, state) => undetermined.push(Undetermined {
+                column: column.name.clone(),
+                keys,
+                state,
+            }),
+        }
+    }
+    Ok(Output {
+        role: role.role,
+        domain: input.domain,
+        table: input.table,
+        reaches: !reached.is_empty(),
+        grants,
+        reached,
+        denied,
+        undetermined,
+        named_resource_grants_not_evaluated: role.named_resource_grants,
+        sort_key: "dataset column order".into(),
+        ttl_ms: ctx.source_ttl_ms(),
+        cache_scope: CacheScope::Private,
+    })
+}

@@ -1,0 +1,51 @@
+//! `get_dataset`: schema, owner, contract and column tags of one dataset, read live from the
+//! source (never from a snapshot), so an assistant can validate what retrieval suggested.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{CacheScope, Caller, Context, ToolError};
+use crate::catalog::{Column, Contract, DatasetMetadata, Domain, SourceFreshness, TableName};
+
+pub const DESCRIPTION: &str = "Read one dataset live from the catalog source: metadata (owner, \
+database, description), contract (freshness SLA, table-level LF-tags) and every column with its \
+type, description and effective LF-tags (database -> table -> column inheritance, most specific \
+wins). Each tag is {state, value}: state is present, empty_in_source (no value at any level), \
+not_collected (not read) or withheld (not visible to the reader); only present carries a value. \
+Columns keep the source order. Exact names: domain and table as listed by list_domains. A \
+dataset not in this catalog is an error that lists the domain's tables. Use this to validate a \
+precedent before acting on it.";
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Domain name, e.g. `policy`.
+    pub domain: Domain,
+    /// Table name inside the domain, e.g. `customer`.
+    pub table: TableName,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Output {
+    pub metadata: DatasetMetadata,
+    pub contract: Contract,
+    pub columns: Vec<Column>,
+    pub source: SourceFreshness,
+    #[serde(rename = "ttlMs")]
+    pub ttl_ms: u64,
+    #[serde(rename = "cacheScope")]
+    pub cache_scope: CacheScope,
+}
+
+pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
+    ctx.require_domain(caller, &input.domain)?;
+    let dataset = ctx.source.get_dataset(&input.domain, &input.table)?;
+    Ok(Output {
+        metadata: dataset.metadata,
+        contract: dataset.contract,
+        columns: dataset.columns,
+        source: ctx.source.freshness(),
+        ttl_ms: ctx.source_ttl_ms(),
+        cache_scope: CacheScope::Private,
+    })
+}

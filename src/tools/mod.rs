@@ -1,0 +1,516 @@
+//! The tools: each defined once here — input type, output type, JSON schemas, description,
+//! handler and result envelope — and exposed through thin adapters (CLI today; REST and MCP
+//! later). This module knows nothing of HTTP or MCP. Every output is validated against its own
+//! `outputSchema` on the way out; a violation is an internal error, never a silently wrong answer.
+//!
+//! Outcomes are disjoint (FIDELITY rule 9): a result, an `input_required` ask, or an error.
+
+pub mod check_grant;
+pub mod get_dataset;
+pub mod list_domains;
+pub mod resolve;
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::catalog::{CatalogError, CatalogSource, Domain, SourceFreshness};
+use crate::ontology::{MissingKey, Ontology, OntologyError};
+
+/// Shortest `ttlMs` we hand out when the source's cadence is unknown (rule 8).
+pub const TTL_FLOOR: Duration = Duration::from_secs(30);
+/// Longest `ttlMs` we hand out even when the next refresh is far away.
+pub const TTL_CAP: Duration = Duration::from_secs(15 * 60);
+
+/// Whether a cached answer may be shared between callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    /// Same answer for every caller.
+    Public,
+    /// The answer depends on the caller's authorisation.
+    Private,
+}
+
+/// `ttlMs` from freshness: up to the next expected refresh (capped), `0` only when measured
+/// overdue, [`TTL_FLOOR`] when the cadence is unknown.
+pub fn ttl_ms(now: SystemTime, last_refresh: Option<SystemTime>, every: Option<Duration>) -> u64 {
+    match (last_refresh, every) {
+        (Some(last), Some(every)) => {
+            let next = last + every;
+            match next.duration_since(now) {
+                Ok(left) => left.min(TTL_CAP).as_millis() as u64,
+                Err(_) => 0,
+            }
+        }
+        _ => TTL_FLOOR.as_millis() as u64,
+    }
+}
+
+/// Who is asking, and which domains they may read. Resolved once per request by the transport.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    pub subject: String,
+    /// `None`: every domain (local use without authorisation).
+    pub readable: Option<BTreeSet<Domain>>,
+}
+
+impl Caller {
+    /// The local operator (CLI, `--auth none`): may read every domain.
+    pub fn local() -> Caller {
+        Caller {
+            subject: "local".into(),
+            readable: None,
+        }
+    }
+
+    pub fn may_read(&self, domain: &Domain) -> bool {
+        self.readable.as_ref().is_none_or(|r| r.contains(domain))
+    }
+
+    /// The scope a caller needs for a domain.
+    pub fn scope_for(domain: &Domain) -> String {
+        format!("catalog:{}:read", domain.0)
+    }
+}
+
+/// Everything a tool needs, built once at start and shared.
+pub struct Context {
+    pub ontology: Ontology,
+    pub source: Box<dyn CatalogSource>,
+    pub clock: fn() -> SystemTime,
+}
+
+impl Context {
+    pub fn new(ontology: Ontology, source: Box<dyn CatalogSource>) -> Context {
+        Context {
+            ontology,
+            source,
+            clock: SystemTime::now,
+        }
+    }
+
+    /// `ttlMs` for answers read from the catalog source.
+    pub fn source_ttl_ms(&self) -> u64 {
+        let f: SourceFreshness = self.source.freshness();
+        let last = f.recorded_at.as_deref().and_then(parse_rfc3339);
+        ttl_ms(
+            (self.clock)(),
+            last,
+            f.refresh_every_secs.map(Duration::from_secs),
+        )
+    }
+
+    /// Refuses a domain the caller may not read, naming the scope needed.
+    pub fn require_domain(&self, caller: &Caller, domain: &Domain) -> Result<(), ToolError> {
+        if caller.may_read(domain) {
+            Ok(())
+        } else {
+            Err(ToolError::insufficient_scope(vec![Caller::scope_for(
+                domain,
+            )]))
+        }
+    }
+}
+
+/// Parses the `YYYY-MM-DDTHH:MM:SSZ` subset of RFC 3339 (what govcat writes).
+pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    // Days from civil (Howard Hinnant's algorithm).
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    let secs = days * 86400 + hh * 3600 + mm * 60 + ss;
+    u64::try_from(secs)
+        .ok()
+        .map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s))
+}
+
+/// Formats a time as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn format_rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// A tool failure: a kind (`error`), a message with a next step, and structured details.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    pub kind: String,
+    pub message: String,
+    pub details: Map<String, Value>,
+}
+
+impl ToolError {
+    pub fn new(kind: &str, message: impl Into<String>) -> ToolError {
+        ToolError {
+            kind: kind.to_string(),
+            message: message.into(),
+            details: Map::new(),
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: impl Serialize) -> ToolError {
+        self.details.insert(
+            key.to_string(),
+            serde_json::to_value(value).unwrap_or(Value::Null),
+        );
+        self
+    }
+
+    pub fn insufficient_scope(scopes: Vec<String>) -> ToolError {
+        ToolError::new(
+            "InsufficientScope",
+            format!(
+                "this request needs the scope(s) {}; ask your administrator for them, or leave the domain out to search what you may read",
+                scopes.join(" ")
+            ),
+        )
+        .with("required_scopes", scopes)
+    }
+
+    /// `{"error": kind, "message": ..., details...}`.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("error".into(), Value::String(self.kind.clone()));
+        m.insert("message".into(), Value::String(self.message.clone()));
+        for (k, v) in &self.details {
+            m.insert(k.clone(), v.clone());
+        }
+        Value::Object(m)
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl From<OntologyError> for ToolError {
+    fn from(e: OntologyError) -> Self {
+        let base = ToolError::new(e.kind(), e.to_string());
+        match e {
+            OntologyError::UnknownTagKey { key, allowed } => {
+                base.with("key", key).with("allowed", allowed)
+            }
+            OntologyError::UnknownTagValue {
+                key,
+                value,
+                allowed,
+            } => base
+                .with("key", key)
+                .with("value", value)
+                .with("allowed", allowed),
+            OntologyError::ConflictingValues { key, values } => {
+                base.with("key", key).with("values", values)
+            }
+            _ => base,
+        }
+    }
+}
+
+impl From<CatalogError> for ToolError {
+    fn from(e: CatalogError) -> Self {
+        let base = ToolError::new(e.kind(), e.to_string());
+        match e {
+            CatalogError::DomainNotFound { domain, .. } => base.with("domain", domain),
+            CatalogError::DatasetNotFound {
+                domain,
+                table,
+                tables,
+            } => base
+                .with("domain", domain)
+                .with("table", table)
+                .with("tables", tables),
+            CatalogError::RoleNotFound { role, roles } => {
+                base.with("role", role).with("roles", roles)
+            }
+            _ => base,
+        }
+    }
+}
+
+/// An MRTR-style ask for missing arguments. Carries no `entries`, `hint` or echo (rule 9).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct InputRequired {
+    pub message: String,
+    pub missing: Vec<MissingKey>,
+}
+
+/// The three disjoint outcomes of a tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Ok(Value),
+    InputRequired(InputRequired),
+    Err(ToolError),
+}
+
+/// The static description of a tool, shared by every transport.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+    #[serde(rename = "outputSchema")]
+    pub output_schema: Value,
+}
+
+fn schema<T: JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+}
+
+/// All tools, in a fixed order.
+pub fn specs() -> &'static [ToolSpec] {
+    static SPECS: OnceLock<Vec<ToolSpec>> = OnceLock::new();
+    SPECS.get_or_init(|| {
+        vec![
+            ToolSpec {
+                name: "list_domains",
+                title: "List catalog domains",
+                description: list_domains::DESCRIPTION,
+                input_schema: schema::<list_domains::Input>(),
+                output_schema: schema::<list_domains::Output>(),
+            },
+            ToolSpec {
+                name: "get_dataset",
+                title: "Read one dataset live",
+                description: get_dataset::DESCRIPTION,
+                input_schema: schema::<get_dataset::Input>(),
+                output_schema: schema::<get_dataset::Output>(),
+            },
+            ToolSpec {
+                name: "resolve_lf_tag",
+                title: "Validate a tag set against the ontology",
+                description: resolve::DESCRIPTION,
+                input_schema: schema::<resolve::Input>(),
+                output_schema: schema::<resolve::Output>(),
+            },
+            ToolSpec {
+                name: "check_grant_expression",
+                title: "Evaluate a role's LF-tag grant on a dataset",
+                description: check_grant::DESCRIPTION,
+                input_schema: schema::<check_grant::Input>(),
+                output_schema: schema::<check_grant::Output>(),
+            },
+        ]
+    })
+}
+
+pub fn spec(name: &str) -> Option<&'static ToolSpec> {
+    specs().iter().find(|s| s.name == name)
+}
+
+fn validator(name: &str) -> Option<&'static jsonschema::Validator> {
+    static VALIDATORS: OnceLock<Vec<(&'static str, jsonschema::Validator)>> = OnceLock::new();
+    VALIDATORS
+        .get_or_init(|| {
+            specs()
+                .iter()
+                .filter_map(|s| {
+                    jsonschema::validator_for(&s.output_schema)
+                        .ok()
+                        .map(|v| (s.name, v))
+                })
+                .collect()
+        })
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+}
+
+/// Checks a tool's output against its `outputSchema`.
+pub fn validate_output(name: &str, output: &Value) -> Result<(), ToolError> {
+    let v = validator(name).ok_or_else(|| {
+        ToolError::new(
+            "InternalError",
+            format!("tool '{name}' has no compiled output schema; report this to the govcat maintainers"),
+        )
+    })?;
+    match v.iter_errors(output).next() {
+        None => Ok(()),
+        Some(e) => Err(ToolError::new(
+            "OutputSchemaViolation",
+            format!(
+                "tool '{name}' produced output that violates its schema at {}: {e}; the answer was withheld; report this to the govcat maintainers",
+                e.instance_path
+            ),
+        )),
+    }
+}
+
+fn parse_args<T: for<'de> Deserialize<'de>>(name: &str, args: Value) -> Result<T, ToolError> {
+    let args = if args.is_null() { json!({}) } else { args };
+    serde_json::from_value(args).map_err(|e| {
+        ToolError::new(
+            "InvalidArguments",
+            format!("arguments of '{name}' do not match its inputSchema: {e}; see the tool's inputSchema"),
+        )
+    })
+}
+
+fn to_outcome<T: Serialize>(name: &str, result: Result<T, ToolError>) -> Outcome {
+    match result.and_then(|out| {
+        serde_json::to_value(out).map_err(|e| ToolError::new("InternalError", e.to_string()))
+    }) {
+        Ok(value) => match validate_output(name, &value) {
+            Ok(()) => Outcome::Ok(value),
+            Err(e) => Outcome::Err(e),
+        },
+        Err(e) => Outcome::Err(e),
+    }
+}
+
+/// Calls a tool by name with JSON arguments: the one dispatcher every transport uses.
+pub fn call(ctx: &Context, caller: &Caller, name: &str, args: Value) -> Outcome {
+    match name {
+        "list_domains" => match parse_args::<list_domains::Input>(name, args) {
+            Ok(input) => to_outcome(name, list_domains::run(ctx, caller, input)),
+            Err(e) => Outcome::Err(e),
+        },
+        "get_dataset" => match parse_args::<get_dataset::Input>(name, args) {
+            Ok(input) => to_outcome(name, get_dataset::run(ctx, caller, input)),
+            Err(e) => Outcome::Err(e),
+        },
+        "resolve_lf_tag" => match parse_args::<resolve::Input>(name, args) {
+            Ok(input) => match resolve::run(ctx, input) {
+                Ok(resolve::Resolved::Complete(out)) => to_outcome(name, Ok(out)),
+                Ok(resolve::Resolved::Ask(ask)) => Outcome::InputRequired(ask),
+                Err(e) => Outcome::Err(e),
+            },
+            Err(e) => Outcome::Err(e),
+        },
+        "check_grant_expression" => match parse_args::<check_grant::Input>(name, args) {
+            Ok(input) => to_outcome(name, check_grant::run(ctx, caller, input)),
+            Err(e) => Outcome::Err(e),
+        },
+        other => Outcome::Err(
+            ToolError::new(
+                "UnknownTool",
+                format!(
+                    "no tool named '{other}'; available: {}",
+                    specs()
+                        .iter()
+                        .map(|s| s.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .with("tool", other),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn ttl_ends_before_the_next_refresh_on_a_fixed_clock() {
+        let last = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let now = last + Duration::from_secs(600);
+        // Refresh every 15 min, 10 min elapsed: 5 min left.
+        assert_eq!(
+            ttl_ms(now, Some(last), Some(Duration::from_secs(900))),
+            300_000
+        );
+        // Far-away refresh is capped.
+        assert_eq!(
+            ttl_ms(now, Some(last), Some(24 * HOUR)),
+            TTL_CAP.as_millis() as u64
+        );
+    }
+
+    #[test]
+    fn ttl_without_freshness_is_the_floor_and_zero_only_when_overdue() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        assert_eq!(ttl_ms(now, None, None), 30_000);
+        assert_eq!(ttl_ms(now, Some(now), None), 30_000);
+        let last = now - 2 * HOUR;
+        assert_eq!(ttl_ms(now, Some(last), Some(HOUR)), 0);
+    }
+
+    #[test]
+    fn rfc3339_round_trips() {
+        let t = parse_rfc3339("2026-11-29T19:19:06Z").unwrap();
+        assert_eq!(format_rfc3339(t), "2026-11-29T19:19:06Z");
+        assert_eq!(parse_rfc3339("yesterday"), None);
+    }
+
+    #[test]
+    fn every_input_schema_refuses_unknown_properties() {
+        for s in specs() {
+            assert_eq!(
+                s.input_schema["additionalProperties"],
+                Value::Bool(false),
+                "tool {}",
+                s.name
+            );
+            assert_eq!(s.output_schema["type"], "object", "tool {}", s.name);
+        }
+    }
+
+    /// Rule 4: no description explains away an empty result.
+    #[test]
+    fn no_tool_description_explains_away_an_empty_result() {
+        let banned = [
+            "usually means",
+            "probably",
+            "likely means",
+            "may not exist",
+            "might not exist",
+            "try a different",
+            "no results means",
+            "empty means",
+            "does not exist",
+            "typo",
+            "wrong",
+        ];
+        for s in specs() {
+            let d = s.description.to_lowercase();
+            for phrase in banned {
+                assert!(
+                    !d.contains(phrase),
+                    "tool {} description contains '{phrase}'",
+                    s.name
+                );
+            }
+        }
+    }
+}
