@@ -28,6 +28,15 @@ pub struct Cli {
     /// Ontology file (the LF-tag vocabulary).
     #[arg(long, global = true, env = "GOVCAT_ONTOLOGY", default_value = DEFAULT_ONTOLOGY_PATH)]
     pub ontology: PathBuf,
+    /// Snapshot directory (`index/snapshots/<id>/` and `index/CURRENT`).
+    #[arg(long, global = true, env = "GOVCAT_INDEX", default_value = crate::DEFAULT_INDEX_DIR)]
+    pub index: PathBuf,
+    /// Where the catalog is read from: `dir` (recorded responses under --catalog) or `aws`.
+    #[arg(long, global = true, value_enum, default_value_t = SourceKind::Dir)]
+    pub source: SourceKind,
+    /// Domain map for `--source aws` (TOML: region, role_name, external_id, [[domain]]).
+    #[arg(long, global = true, env = "GOVCAT_AWS_CONFIG")]
+    pub aws_config: Option<PathBuf>,
     /// Print the tool's structured output exactly, as JSON.
     #[arg(long, global = true)]
     pub json: bool,
@@ -35,8 +44,16 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Catalog source kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SourceKind {
+    Dir,
+    Aws,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    // [commands] — new subcommands go below this line, one variant each.
     /// List the domains with owner and dataset/column counts.
     ListDomains,
     /// Read one dataset live: metadata, contract, columns with four-state tags.
@@ -55,15 +72,31 @@ pub enum Command {
     },
 }
 
-fn context(cli: &Cli) -> Result<Context, ToolError> {
+/// Opens the configured catalog source.
+pub fn open_source(
+    cli: &Cli,
+    ontology: &Ontology,
+) -> Result<Box<dyn crate::catalog::CatalogSource>, ToolError> {
+    match cli.source {
+        SourceKind::Dir => Ok(Box::new(DirSource::open(&cli.catalog, ontology.clone())?)),
+        SourceKind::Aws => Err(ToolError::new(
+            "SourceUnavailable",
+            "the aws source is not part of this build yet; use --source dir",
+        )),
+    }
+}
+
+/// Loads the ontology and opens the source: what every catalog-reading command needs.
+pub fn context(cli: &Cli) -> Result<Context, ToolError> {
     let ontology = Ontology::load(&cli.ontology)?;
-    let source = DirSource::open(&cli.catalog, ontology.clone())?;
-    Ok(Context::new(ontology, Box::new(source)))
+    let source = open_source(cli, &ontology)?;
+    Ok(Context::new(ontology, source))
 }
 
 /// Runs the CLI and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     let (tool, args) = match &cli.command {
+        // [dispatch] — commands that are not a single tool call return from here.
         Command::ListDomains => ("list_domains", json!({})),
         Command::GetDataset { domain, table } => {
             ("get_dataset", json!({"domain": domain, "table": table}))
@@ -131,14 +164,14 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
-fn print_json(value: &Value) {
+pub fn print_json(value: &Value) {
     println!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     );
 }
 
-fn report_error(cli: &Cli, e: &ToolError) -> ExitCode {
+pub fn report_error(cli: &Cli, e: &ToolError) -> ExitCode {
     if cli.json {
         print_json(&e.to_json());
     } else {

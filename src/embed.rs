@@ -598,14 +598,11 @@ mod tests {
 
     #[test]
     fn checksum_mismatch_error_names_file_and_fix() {
-        let dir =
-            std::env::temp_dir().join(format!("govcat-embed-test-bad-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create temp dir");
+        let dir = tempfile::tempdir().expect("create temp dir");
         for f in [CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE] {
-            std::fs::write(dir.join(f), b"not a model").expect("write temp file");
+            std::fs::write(dir.path().join(f), b"not a model").expect("write temp file");
         }
-        let err = MiniLm::load(&dir).expect_err("bad weights");
-        let _ = std::fs::remove_dir_all(&dir);
+        let err = MiniLm::load(dir.path()).expect_err("bad weights");
         let EmbedError::ChecksumMismatch { ref actual, .. } = err else {
             panic!("expected ChecksumMismatch, got {err:?}");
         };

@@ -14,6 +14,9 @@
 //!   and one dispatcher (`tools::call`) shared by every transport.
 //! - [`cli`]: the `govcat` command line, a thin adapter over `tools`.
 
+/// Default snapshot directory, relative to the working directory.
+pub const DEFAULT_INDEX_DIR: &str = "index";
+
 pub mod catalog;
 pub mod cli;
 pub mod embed;

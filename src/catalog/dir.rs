@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::boundary::{self, Recorded};
 use super::{
-    effective_tags, CatalogError, CatalogSource, Column, Contract, Dataset, DatasetMetadata,
+    effective_tags, Caller, CatalogError, CatalogSource, Column, Contract, Dataset, DatasetMetadata,
     Domain, DomainInfo, FieldState, LevelTags, RoleGrants, SourceFreshness, TableName, TagLevel,
 };
 use crate::ontology::Ontology;
@@ -153,7 +153,7 @@ impl CatalogSource for DirSource {
         }
     }
 
-    fn list_domains(&self) -> Result<Vec<DomainInfo>, CatalogError> {
+    fn list_domains(&self, _caller: &Caller) -> Result<Vec<DomainInfo>, CatalogError> {
         let mut out = Vec::new();
         for name in self.domain_names()? {
             let path = self.root.join("domains").join(&name).join("domain.json");
@@ -176,7 +176,7 @@ impl CatalogSource for DirSource {
         Ok(out)
     }
 
-    fn list_tables(&self, domain: &Domain) -> Result<Vec<TableName>, CatalogError> {
+    fn list_tables(&self, _caller: &Caller, domain: &Domain) -> Result<Vec<TableName>, CatalogError> {
         self.check_domain(domain)?;
         let dir = self.domain_dir(domain).join("tables");
         if !dir.is_dir() {
@@ -185,7 +185,12 @@ impl CatalogSource for DirSource {
         Ok(subdirs(&dir)?.into_iter().map(TableName).collect())
     }
 
-    fn get_dataset(&self, domain: &Domain, table: &TableName) -> Result<Dataset, CatalogError> {
+    fn get_dataset(
+        &self,
+        caller: &Caller,
+        domain: &Domain,
+        table: &TableName,
+    ) -> Result<Dataset, CatalogError> {
         self.check_domain(domain)?;
         let dir = self.table_dir(domain, table);
         let get_table = dir.join("get-table.json");
@@ -193,7 +198,7 @@ impl CatalogSource for DirSource {
             return Err(CatalogError::DatasetNotFound {
                 domain: domain.0.clone(),
                 table: table.0.clone(),
-                tables: self.list_tables(domain)?.into_iter().map(|t| t.0).collect(),
+                tables: self.list_tables(caller, domain)?.into_iter().map(|t| t.0).collect(),
             });
         }
         let glue = boundary::parse_get_table(read_json(&get_table)?, &describe(&get_table))?;
@@ -284,7 +289,7 @@ impl CatalogSource for DirSource {
         })
     }
 
-    fn list_roles(&self) -> Result<Vec<String>, CatalogError> {
+    fn list_roles(&self, _caller: &Caller) -> Result<Vec<String>, CatalogError> {
         let dir = self.root.join("roles");
         let mut roles = Vec::new();
         if !dir.is_dir() {
@@ -306,12 +311,12 @@ impl CatalogSource for DirSource {
         Ok(roles)
     }
 
-    fn role_grants(&self, role: &str) -> Result<RoleGrants, CatalogError> {
+    fn role_grants(&self, caller: &Caller, role: &str) -> Result<RoleGrants, CatalogError> {
         let path = self.root.join("roles").join(format!("{role}.json"));
         if !is_safe_name(role) || !path.is_file() {
             return Err(CatalogError::RoleNotFound {
                 role: role.to_string(),
-                roles: self.list_roles()?,
+                roles: self.list_roles(caller)?,
             });
         }
         let (grants, named_resource_grants) =

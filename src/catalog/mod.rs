@@ -9,7 +9,7 @@
 pub mod boundary;
 pub mod dir;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use schemars::JsonSchema;
@@ -188,6 +188,34 @@ pub fn effective_tags(ontology: &Ontology, most_specific_first: &[(TagLevel, &Le
         .collect()
 }
 
+/// Who is asking, and which domains they may read. Resolved once per request by the transport
+/// (auth); sources use the subject to name upstream sessions (aws), never a credential.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    pub subject: String,
+    /// `None`: every domain (local use without authorisation).
+    pub readable: Option<BTreeSet<Domain>>,
+}
+
+impl Caller {
+    /// The local operator (CLI, `--auth none`): may read every domain.
+    pub fn local() -> Caller {
+        Caller {
+            subject: "local".into(),
+            readable: None,
+        }
+    }
+
+    pub fn may_read(&self, domain: &Domain) -> bool {
+        self.readable.as_ref().is_none_or(|r| r.contains(domain))
+    }
+
+    /// The scope a caller needs for a domain.
+    pub fn scope_for(domain: &Domain) -> String {
+        format!("catalog:{}:read", domain.0)
+    }
+}
+
 /// A domain with its owner.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DomainInfo {
@@ -319,25 +347,31 @@ pub struct Unreadable {
 pub trait CatalogSource: Send + Sync {
     fn freshness(&self) -> SourceFreshness;
     /// All domains, ordered by name.
-    fn list_domains(&self) -> Result<Vec<DomainInfo>, CatalogError>;
+    fn list_domains(&self, caller: &Caller) -> Result<Vec<DomainInfo>, CatalogError>;
     /// The table names of one domain, ordered.
-    fn list_tables(&self, domain: &Domain) -> Result<Vec<TableName>, CatalogError>;
+    fn list_tables(&self, caller: &Caller, domain: &Domain) -> Result<Vec<TableName>, CatalogError>;
     /// One dataset, read now (never from a snapshot).
-    fn get_dataset(&self, domain: &Domain, table: &TableName) -> Result<Dataset, CatalogError>;
+    fn get_dataset(
+        &self,
+        caller: &Caller,
+        domain: &Domain,
+        table: &TableName,
+    ) -> Result<Dataset, CatalogError>;
     /// The known roles, ordered.
-    fn list_roles(&self) -> Result<Vec<String>, CatalogError>;
-    fn role_grants(&self, role: &str) -> Result<RoleGrants, CatalogError>;
+    fn list_roles(&self, caller: &Caller) -> Result<Vec<String>, CatalogError>;
+    fn role_grants(&self, caller: &Caller, role: &str) -> Result<RoleGrants, CatalogError>;
 }
 
 /// Reads every dataset of a domain; tables that fail are returned separately, never dropped.
 pub fn read_domain(
     source: &dyn CatalogSource,
+    caller: &Caller,
     domain: &Domain,
 ) -> Result<(Vec<Dataset>, Vec<Unreadable>), CatalogError> {
     let mut ok = Vec::new();
     let mut failed = Vec::new();
-    for table in source.list_tables(domain)? {
-        match source.get_dataset(domain, &table) {
+    for table in source.list_tables(caller, domain)? {
+        match source.get_dataset(caller, domain, &table) {
             Ok(d) => ok.push(d),
             Err(e) => failed.push(Unreadable {
                 table: table.0,

@@ -134,10 +134,10 @@ fn evaluate(column: &Column, grants: &[Grant]) -> Verdict {
 
 pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
     ctx.require_domain(caller, &input.domain)?;
-    let role = ctx.source.role_grants(&input.role)?;
+    let role = ctx.source.role_grants(caller, &input.role)?;
     let domain = ctx
         .source
-        .list_domains()?
+        .list_domains(caller)?
         .into_iter()
         .find(|d| d.name == input.domain)
         .ok_or_else(|| {
@@ -150,7 +150,7 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
             )
             .with("domain", &input.domain)
         })?;
-    let dataset = ctx.source.get_dataset(&input.domain, &input.table)?;
+    let dataset = ctx.source.get_dataset(caller, &input.domain, &input.table)?;
     let grants: Vec<Grant> = role
         .grants
         .iter()

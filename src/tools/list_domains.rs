@@ -50,11 +50,11 @@ pub struct Output {
 
 pub fn run(ctx: &Context, caller: &Caller, _input: Input) -> Result<Output, ToolError> {
     let mut entries = Vec::new();
-    for d in ctx.source.list_domains()? {
+    for d in ctx.source.list_domains(caller)? {
         if !caller.may_read(&d.name) {
             continue;
         }
-        let (datasets, unreadable) = read_domain(ctx.source.as_ref(), &d.name)?;
+        let (datasets, unreadable) = read_domain(ctx.source.as_ref(), caller, &d.name)?;
         entries.push(Entry {
             dataset_count: datasets.len(),
             column_count: datasets.iter().map(|ds| ds.columns.len()).sum(),

@@ -10,7 +10,6 @@ pub mod get_dataset;
 pub mod list_domains;
 pub mod resolve;
 
-use std::collections::BTreeSet;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
@@ -18,6 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+pub use crate::catalog::Caller;
 use crate::catalog::{CatalogError, CatalogSource, Domain, SourceFreshness};
 use crate::ontology::{MissingKey, Ontology, OntologyError};
 
@@ -48,33 +48,6 @@ pub fn ttl_ms(now: SystemTime, last_refresh: Option<SystemTime>, every: Option<D
             }
         }
         _ => TTL_FLOOR.as_millis() as u64,
-    }
-}
-
-/// Who is asking, and which domains they may read. Resolved once per request by the transport.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Caller {
-    pub subject: String,
-    /// `None`: every domain (local use without authorisation).
-    pub readable: Option<BTreeSet<Domain>>,
-}
-
-impl Caller {
-    /// The local operator (CLI, `--auth none`): may read every domain.
-    pub fn local() -> Caller {
-        Caller {
-            subject: "local".into(),
-            readable: None,
-        }
-    }
-
-    pub fn may_read(&self, domain: &Domain) -> bool {
-        self.readable.as_ref().is_none_or(|r| r.contains(domain))
-    }
-
-    /// The scope a caller needs for a domain.
-    pub fn scope_for(domain: &Domain) -> String {
-        format!("catalog:{}:read", domain.0)
     }
 }
 
