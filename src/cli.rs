@@ -15,7 +15,7 @@ use crate::catalog::dir::{DirSource, DEFAULT_CATALOG_DIR};
 use crate::ontology::{parse_pairs, Ontology, DEFAULT_ONTOLOGY_PATH};
 use crate::tools::{self, Caller, Context, Outcome, ToolError};
 
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "govcat",
     version,
@@ -51,9 +51,51 @@ pub enum SourceKind {
     Aws,
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub enum Command {
     // [commands] — new subcommands go below this line, one variant each.
+    /// Record the live catalog (--source aws) in the dir format, with provenance.json.
+    Record {
+        /// Output directory; must not exist or be empty.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Build a snapshot (ontology values + every column, embedded and indexed) and publish it.
+    Index,
+    /// Find precedent columns and ontology values for a description (find_precedents).
+    Search {
+        /// What the column holds, e.g. "contains an EU IBAN".
+        query: String,
+        /// Restrict to these domains (repeatable); default every domain.
+        #[arg(long = "domain")]
+        domains: Vec<String>,
+        /// Restrict to kinds (repeatable): column, ontology_value; default both.
+        #[arg(long = "kind", value_parser = ["column", "ontology_value"])]
+        kinds: Vec<String>,
+        /// Page size (1-50).
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// next_cursor of a previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long, value_enum, default_value_t = crate::retrieval::Mode::Hybrid)]
+        mode: crate::retrieval::Mode,
+    },
+    /// Suggest tags from precedent, with evidence (suggest_tags).
+    Suggest {
+        query: String,
+        /// Target dataset's domain (with --table): include its sibling columns, read live.
+        #[arg(long)]
+        domain: Option<String>,
+        #[arg(long)]
+        table: Option<String>,
+    },
+    /// Serve MCP (Streamable HTTP at /mcp), the REST API (/v1/tools), /healthz, /readyz and
+    /// /metrics until SIGINT/SIGTERM.
+    Serve(crate::server::ServeArgs),
+    /// Serve MCP over stdio. The caller's scopes come from GOVCAT_SCOPES (space-separated
+    /// catalog:<domain>:read); unset means every domain, set but empty means none.
+    McpStdio,
     /// List the domains with owner and dataset/column counts.
     ListDomains,
     /// Read one dataset live: metadata, contract, columns with four-state tags.
@@ -79,10 +121,64 @@ pub fn open_source(
 ) -> Result<Box<dyn crate::catalog::CatalogSource>, ToolError> {
     match cli.source {
         SourceKind::Dir => Ok(Box::new(DirSource::open(&cli.catalog, ontology.clone())?)),
-        SourceKind::Aws => Err(ToolError::new(
+        SourceKind::Aws => Ok(Box::new(open_aws(cli, ontology)?)),
+    }
+}
+
+/// Opens the `aws` source from `--aws-config`.
+fn open_aws(cli: &Cli, ontology: &Ontology) -> Result<crate::catalog::aws::AwsSource, ToolError> {
+    let path = cli.aws_config.as_ref().ok_or_else(|| {
+        ToolError::new(
             "SourceUnavailable",
-            "the aws source is not part of this build yet; use --source dir",
-        )),
+            "--source aws needs --aws-config FILE (TOML: region, role_name, external_id and one [[domain]] table per domain); pass it or set GOVCAT_AWS_CONFIG",
+        )
+    })?;
+    Ok(crate::catalog::aws::AwsSource::open(
+        path,
+        ontology.clone(),
+    )?)
+}
+
+/// `govcat record --source aws --out DIR`: the live catalog written in the `dir` format.
+fn run_record(cli: &Cli, out: &std::path::Path) -> ExitCode {
+    if cli.source != SourceKind::Aws {
+        return report_error(
+            cli,
+            &ToolError::new(
+                "InvalidArguments",
+                "record reads a live catalog: pass --source aws --aws-config FILE (a dir catalog is already recorded; copy it instead)",
+            ),
+        );
+    }
+    let result = Ontology::load(&cli.ontology)
+        .map_err(ToolError::from)
+        .and_then(|ontology| open_aws(cli, &ontology))
+        .and_then(|source| {
+            let now = tools::format_rfc3339(std::time::SystemTime::now());
+            Ok(source.record(&Caller::local(), out, &now)?)
+        });
+    match result {
+        Ok(summary) => {
+            if cli.json {
+                print_json(&serde_json::to_value(&summary).unwrap_or(Value::Null));
+            } else {
+                println!(
+                    "recorded {} domain(s), {} table(s), {} column(s), {} role(s) into {}{}",
+                    summary.domains,
+                    summary.tables,
+                    summary.columns,
+                    summary.roles.len(),
+                    summary.out,
+                    if summary.ontology_drift {
+                        " (LF-tag vocabulary drift: see provenance.json)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => report_error(cli, &e),
     }
 }
 
@@ -97,6 +193,44 @@ pub fn context(cli: &Cli) -> Result<Context, ToolError> {
 pub fn run(cli: Cli) -> ExitCode {
     let (tool, args) = match &cli.command {
         // [dispatch] — commands that are not a single tool call return from here.
+        Command::Record { out } => return run_record(&cli, out),
+        Command::Index => return run_index(&cli),
+        Command::Search {
+            query,
+            domains,
+            kinds,
+            limit,
+            cursor,
+            mode,
+        } => {
+            let mut args = json!({"description": query, "limit": limit, "mode": mode});
+            if !domains.is_empty() {
+                args["domains"] = json!(domains);
+            }
+            if !kinds.is_empty() {
+                args["kinds"] = json!(kinds);
+            }
+            if let Some(c) = cursor {
+                args["cursor"] = json!(c);
+            }
+            return run_tool(&cli, true, "find_precedents", args);
+        }
+        Command::Suggest {
+            query,
+            domain,
+            table,
+        } => {
+            let mut args = json!({ "description": query });
+            if let Some(d) = domain {
+                args["domain"] = json!(d);
+            }
+            if let Some(t) = table {
+                args["table"] = json!(t);
+            }
+            return run_tool(&cli, true, "suggest_tags", args);
+        }
+        Command::Serve(args) => return crate::server::run_serve(&cli, args),
+        Command::McpStdio => return crate::server::run_mcp_stdio(&cli),
         Command::ListDomains => ("list_domains", json!({})),
         Command::GetDataset { domain, table } => {
             ("get_dataset", json!({"domain": domain, "table": table}))
@@ -135,11 +269,23 @@ pub fn run(cli: Cli) -> ExitCode {
             json!({"role": role, "domain": domain, "table": table}),
         ),
     };
-    let ctx = match context(&cli) {
-        Ok(ctx) => ctx,
-        Err(e) => return report_error(&cli, &e),
+    run_tool(&cli, false, tool, &args)
+}
+
+/// Builds the context (with the model and the current snapshot when `retrieval` is set) and
+/// runs one tool, printing its outcome.
+fn run_tool<A: std::borrow::Borrow<Value>>(cli: &Cli, retrieval: bool, tool: &str, args: A) -> ExitCode {
+    let built = if retrieval {
+        retrieval_context(cli)
+    } else {
+        context(cli)
     };
-    match tools::call(&ctx, &Caller::local(), tool, args) {
+    let ctx = match built {
+        Ok(ctx) => ctx,
+        Err(e) => return report_error(cli, &e),
+    };
+    let cli = cli;
+    match tools::call(&ctx, &Caller::local(), tool, args.borrow().clone()) {
         Outcome::Ok(value) => {
             if cli.json {
                 print_json(&value);
@@ -160,7 +306,88 @@ pub fn run(cli: Cli) -> ExitCode {
             }
             ExitCode::from(3)
         }
-        Outcome::Err(e) => report_error(&cli, &e),
+        Outcome::Err(e) => report_error(cli, &e),
+    }
+}
+
+fn index_error(e: crate::index::IndexError) -> ToolError {
+    ToolError::new(e.kind(), e.to_string())
+}
+
+/// Loads the embedding model (from `GOVCAT_MODEL_DIR` or `models/all-MiniLM-L6-v2`).
+pub fn load_embedder() -> Result<std::sync::Arc<dyn crate::embed::Embedder>, ToolError> {
+    crate::embed::MiniLm::load_default()
+        .map(|m| std::sync::Arc::new(m) as std::sync::Arc<dyn crate::embed::Embedder>)
+        .map_err(|e| ToolError::new("EmbedderUnavailable", e.to_string()))
+}
+
+/// [`context`] plus the embedding model and the snapshot `--index` points at.
+pub fn retrieval_context(cli: &Cli) -> Result<Context, ToolError> {
+    let ctx = context(cli)?;
+    let embedder = load_embedder()?;
+    let handle = crate::index::SnapshotHandle::new();
+    let snapshot = crate::index::load_current(&cli.index, embedder.as_ref()).map_err(index_error)?;
+    handle.swap(snapshot);
+    Ok(ctx.with_retrieval(embedder, handle))
+}
+
+/// A progress bar on stderr for the embedding step.
+struct Bar(indicatif::ProgressBar);
+
+impl crate::index::Progress for Bar {
+    fn start(&self, total: u64) {
+        self.0.set_length(total);
+        self.0.set_message("embedding columns and ontology values");
+    }
+    fn advance(&self, n: u64) {
+        self.0.inc(n);
+    }
+    fn finish(&self) {
+        self.0.finish_with_message("embedded");
+    }
+}
+
+/// `govcat index`: builds and publishes a snapshot; prints its manifest under `--json`.
+fn run_index(cli: &Cli) -> ExitCode {
+    let result = (|| -> Result<crate::index::Manifest, ToolError> {
+        let ctx = context(cli)?;
+        let embedder = load_embedder()?;
+        let bar = indicatif::ProgressBar::new(0).with_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        if cli.json {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        crate::index::build(&cli.index, &ctx.ontology, ctx.source.as_ref(), embedder.as_ref(), &Bar(bar))
+            .map_err(index_error)
+    })();
+    match result {
+        Ok(m) => {
+            if cli.json {
+                print_json(&serde_json::to_value(&m).unwrap_or(Value::Null));
+            } else {
+                println!(
+                    "snapshot {} published in {}: {} documents ({} columns in {} tables of {} domains, {} ontology values), dense index {:?}",
+                    m.id,
+                    cli.index.display(),
+                    m.counts.documents,
+                    m.counts.columns,
+                    m.counts.tables,
+                    m.counts.domains,
+                    m.counts.ontology_values,
+                    m.dense_backend
+                );
+                for u in &m.counts.unreadable_tables {
+                    println!("  not indexed: {} ({})", u.table, u.reason);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => report_error(cli, &e),
     }
 }
 
@@ -294,6 +521,59 @@ fn render(tool: &str, v: &Value) -> String {
                     s(&u["state"])
                 );
             }
+        }
+        "find_precedents" => {
+            if let Some(h) = v.get("hint") {
+                out += &format!("no match: {}\n", s(h));
+                let sug: Vec<String> = list("suggestions")
+                    .iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect();
+                out += &format!("suggestions (not searched): {}\n", sug.join(", "));
+            }
+            for e in list("entries") {
+                let tags = e["lf_tags"]
+                    .as_object()
+                    .map(|o| {
+                        o.iter()
+                            .map(|(k, t)| format!("{k}={}", tag_text(t)))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .unwrap_or_default();
+                out += &format!(
+                    "{:<9.5} {:<8} {}\n          {}\n",
+                    e["score"].as_f64().unwrap_or(0.0),
+                    s(&e["match_type"]),
+                    s(&e["id"]),
+                    if tags.is_empty() { s(&e["description"]).to_string() } else { tags }
+                );
+            }
+            if let Some(c) = v.get("next_cursor").and_then(Value::as_str) {
+                out += &format!("more: --cursor {c}\n");
+            }
+        }
+        "suggest_tags" => {
+            for k in list("keys") {
+                out += &format!("{}:\n", s(&k["key"]));
+                if let Some(i) = k.get("inherited_in_target").filter(|i| !i.is_null()) {
+                    out += &format!("  inherited in target: {} (from {})\n", s(&i["value"]), s(&i["assigned_at"]));
+                }
+                for c in k["candidates"].as_array().unwrap_or(&empty) {
+                    out += &format!(
+                        "  {:<20} precedents {:>5.2} {:?}",
+                        s(&c["value"]),
+                        c["precedents"]["share"].as_f64().unwrap_or(0.0),
+                        c["precedents"]["columns"].as_array().map(|a| a.len()).unwrap_or(0)
+                    );
+                    if let Some(sib) = c.get("siblings").filter(|x| !x.is_null()) {
+                        out += &format!("  siblings {:>5.2}", sib["share"].as_f64().unwrap_or(0.0));
+                    }
+                    out += "\n";
+                }
+            }
+            out += &format!("proposal ({}): {}\n", s(&v["proposal"]["resolution"]), v["proposal"]["tags"]);
+            out += &format!("decision: {}\n", s(&v["decision"]));
         }
         _ => out += &format!("{v:#}\n"),
     }

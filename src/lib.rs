@@ -7,18 +7,33 @@
 //! Dependencies point down this list.
 //! - [`ontology`]: the LF-tag vocabulary (5 keys, 21 values), its loader and `resolve()`.
 //! - [`catalog`]: domains, datasets, columns and their four-state tags; the parse boundary
-//!   (`catalog::boundary`) every source goes through, and the `dir` source (`catalog::dir`).
+//!   (`catalog::boundary`) every source goes through, the `dir` source (`catalog::dir`) and the
+//!   `aws` source (`catalog::aws`: Glue, Lake Formation, STS; `govcat record`).
 //! - [`embed`]: the `Embedder` trait and the all-MiniLM-L6-v2 backend (candle), plus a small
 //!   deterministic embedder for plumbing tests.
+//! - [`index`]: snapshots — documents, the tantivy (BM25 + trigram) and dense (exact scan or
+//!   HNSW) indexes, the manifest, atomic publish, checked load, hot swap and the file watcher.
+//! - [`retrieval`]: hybrid search over a snapshot — scope filter, reciprocal-rank fusion,
+//!   similarity floor, total order, cursors, suggestions from the caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
 //!   and one dispatcher (`tools::call`) shared by every transport.
+//! - [`auth`]: bearer tokens (JWT, RS256/ES256, JWKS by `kid`) → a `Principal` and its
+//!   `Caller`; RFC 6750 challenges, RFC 9728 metadata, the axum middleware.
+//! - [`audit`]: one JSON line per call (who, which tool, redacted arguments, outcome).
+//! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp`, REST `/v1/tools`, health,
+//!   metrics) and MCP over stdio; thin adapters over `tools::call`.
 //! - [`cli`]: the `govcat` command line, a thin adapter over `tools`.
 
 /// Default snapshot directory, relative to the working directory.
 pub const DEFAULT_INDEX_DIR: &str = "index";
 
+pub mod audit;
+pub mod auth;
 pub mod catalog;
 pub mod cli;
 pub mod embed;
+pub mod index;
 pub mod ontology;
+pub mod retrieval;
+pub mod server;
 pub mod tools;

@@ -6,6 +6,7 @@
 //! This module never writes to a source and never invents a value: a tag that was not read is
 //! `not_collected`, a tag the reader may not see is `withheld`.
 
+pub mod aws;
 pub mod boundary;
 pub mod dir;
 
@@ -321,6 +322,31 @@ pub enum CatalogError {
         problem: String,
         next: String,
     },
+    /// Throttling, timeouts, 5xx, connection failures: worth retrying later.
+    #[error("{operation} for domain '{domain}' failed: {problem}; {next}")]
+    UpstreamUnavailable {
+        domain: String,
+        operation: String,
+        problem: String,
+        next: String,
+    },
+    /// AWS refused the identity (`principal`: a reader role ARN or the server's own identity).
+    #[error("{operation} for domain '{domain}' was denied to {principal}: {problem}; {next}")]
+    UpstreamAccessDenied {
+        domain: String,
+        principal: String,
+        operation: String,
+        problem: String,
+        next: String,
+    },
+    /// AWS refused the request itself; retrying will not help.
+    #[error("{operation} for domain '{domain}' was rejected: {problem}; {next}")]
+    UpstreamRejected {
+        domain: String,
+        operation: String,
+        problem: String,
+        next: String,
+    },
 }
 
 impl CatalogError {
@@ -331,6 +357,9 @@ impl CatalogError {
             CatalogError::RoleNotFound { .. } => "RoleNotFound",
             CatalogError::UpstreamSchema(_) => "UpstreamSchemaError",
             CatalogError::Io { .. } => "SourceUnavailable",
+            CatalogError::UpstreamUnavailable { .. } => "UpstreamUnavailable",
+            CatalogError::UpstreamAccessDenied { .. } => "UpstreamAccessDenied",
+            CatalogError::UpstreamRejected { .. } => "UpstreamRejected",
         }
     }
 }

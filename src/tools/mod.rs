@@ -6,11 +6,13 @@
 //! Outcomes are disjoint (FIDELITY rule 9): a result, an `input_required` ask, or an error.
 
 pub mod check_grant;
+pub mod find_precedents;
 pub mod get_dataset;
 pub mod list_domains;
 pub mod resolve;
+pub mod suggest_tags;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use schemars::JsonSchema;
@@ -19,6 +21,8 @@ use serde_json::{json, Map, Value};
 
 pub use crate::catalog::Caller;
 use crate::catalog::{CatalogError, CatalogSource, Domain, SourceFreshness};
+use crate::embed::Embedder;
+use crate::index::{Snapshot, SnapshotHandle};
 use crate::ontology::{MissingKey, Ontology, OntologyError};
 
 /// Shortest `ttlMs` we hand out when the source's cadence is unknown (rule 8).
@@ -56,6 +60,14 @@ pub struct Context {
     pub ontology: Ontology,
     pub source: Box<dyn CatalogSource>,
     pub clock: fn() -> SystemTime,
+    /// The embedding model (retrieval tools only).
+    pub embedder: Option<Arc<dyn Embedder>>,
+    /// The served snapshot (retrieval tools only).
+    pub snapshots: Option<SnapshotHandle>,
+    /// Fusion weights and similarity floor.
+    pub retrieval: crate::retrieval::Params,
+    /// How often snapshots are rebuilt on a schedule (`--refresh`), when they are.
+    pub snapshot_refresh_every: Option<Duration>,
 }
 
 impl Context {
@@ -64,7 +76,48 @@ impl Context {
             ontology,
             source,
             clock: SystemTime::now,
+            embedder: None,
+            snapshots: None,
+            retrieval: crate::retrieval::Params::default(),
+            snapshot_refresh_every: None,
         }
+    }
+
+    /// Adds the embedder and snapshot handle the retrieval tools need.
+    pub fn with_retrieval(mut self, embedder: Arc<dyn Embedder>, snapshots: SnapshotHandle) -> Context {
+        self.embedder = Some(embedder);
+        self.snapshots = Some(snapshots);
+        self
+    }
+
+    /// The served snapshot and the embedder, or an error saying what to run.
+    pub fn retrieval_parts(&self) -> Result<(Arc<Snapshot>, Arc<dyn Embedder>), ToolError> {
+        let embedder = self.embedder.clone().ok_or_else(|| {
+            ToolError::new(
+                "EmbedderUnavailable",
+                "this govcat was started without the embedding model; start it with the model present (scripts/fetch-model.sh)",
+            )
+        })?;
+        let snapshot = self
+            .snapshots
+            .as_ref()
+            .and_then(|h| h.current())
+            .ok_or_else(|| {
+                ToolError::new(
+                    "NoSnapshot",
+                    "no snapshot is loaded; run `govcat index` and restart, or wait for the running rebuild",
+                )
+            })?;
+        Ok((snapshot, embedder))
+    }
+
+    /// `ttlMs` for answers read from a snapshot: until the next scheduled rebuild, else the floor.
+    pub fn snapshot_ttl_ms(&self, snapshot: &Snapshot) -> u64 {
+        ttl_ms(
+            (self.clock)(),
+            parse_rfc3339(&snapshot.manifest.built_at),
+            self.snapshot_refresh_every,
+        )
     }
 
     /// `ttlMs` for answers read from the catalog source.
@@ -273,6 +326,20 @@ pub fn specs() -> &'static [ToolSpec] {
     SPECS.get_or_init(|| {
         vec![
             ToolSpec {
+                name: "find_precedents",
+                title: "Find precedent columns and ontology values",
+                description: find_precedents::DESCRIPTION,
+                input_schema: schema::<find_precedents::Input>(),
+                output_schema: schema::<find_precedents::Output>(),
+            },
+            ToolSpec {
+                name: "suggest_tags",
+                title: "Suggest tags from precedent, with evidence",
+                description: suggest_tags::DESCRIPTION,
+                input_schema: schema::<suggest_tags::Input>(),
+                output_schema: schema::<suggest_tags::Output>(),
+            },
+            ToolSpec {
                 name: "list_domains",
                 title: "List catalog domains",
                 description: list_domains::DESCRIPTION,
@@ -371,6 +438,14 @@ fn to_outcome<T: Serialize>(name: &str, result: Result<T, ToolError>) -> Outcome
 /// Calls a tool by name with JSON arguments: the one dispatcher every transport uses.
 pub fn call(ctx: &Context, caller: &Caller, name: &str, args: Value) -> Outcome {
     match name {
+        "find_precedents" => match parse_args::<find_precedents::Input>(name, args) {
+            Ok(input) => to_outcome(name, find_precedents::run(ctx, caller, input)),
+            Err(e) => Outcome::Err(e),
+        },
+        "suggest_tags" => match parse_args::<suggest_tags::Input>(name, args) {
+            Ok(input) => to_outcome(name, suggest_tags::run(ctx, caller, input)),
+            Err(e) => Outcome::Err(e),
+        },
         "list_domains" => match parse_args::<list_domains::Input>(name, args) {
             Ok(input) => to_outcome(name, list_domains::run(ctx, caller, input)),
             Err(e) => Outcome::Err(e),

@@ -1,0 +1,489 @@
+//! The audit log: one JSON line per call (HTTP, MCP, stdio) saying who asked what, through
+//! which client, and what came of it — never a credential, never a result's content.
+//!
+//! A write failure is returned to the caller (and counted), so a transport can refuse to
+//! answer instead of answering as if the call had been audited.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::tools::{format_rfc3339, Outcome};
+
+/// Which transport a call came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Http,
+    Mcp,
+    Stdio,
+}
+
+/// What came of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditOutcome {
+    /// A result with content.
+    Ok,
+    /// A result whose `entries` list is empty.
+    Empty,
+    /// An ask for missing arguments (MRTR `input_required`).
+    InputRequired,
+    /// An error result.
+    Error,
+    /// Refused for authorisation: a 401/403 challenge, or a tool's `InsufficientScope`.
+    Challenge,
+}
+
+impl AuditOutcome {
+    /// Classifies a tool outcome. A scope refusal is a `challenge` on every transport (over
+    /// HTTP it becomes a 403), so the log separates "refused" from "failed".
+    pub fn of(outcome: &Outcome) -> AuditOutcome {
+        match outcome {
+            Outcome::Ok(value) => match value.get("entries").and_then(Value::as_array) {
+                Some(entries) if entries.is_empty() => AuditOutcome::Empty,
+                _ => AuditOutcome::Ok,
+            },
+            Outcome::InputRequired(_) => AuditOutcome::InputRequired,
+            Outcome::Err(e) if e.kind == "InsufficientScope" => AuditOutcome::Challenge,
+            Outcome::Err(_) => AuditOutcome::Error,
+        }
+    }
+}
+
+/// How many results an outcome carries: the length of `entries` for a list, 1 for a
+/// single-object result, `None` for an ask or an error.
+pub fn result_count(outcome: &Outcome) -> Option<u64> {
+    match outcome {
+        Outcome::Ok(value) => Some(
+            value
+                .get("entries")
+                .and_then(Value::as_array)
+                .map_or(1, |entries| entries.len() as u64),
+        ),
+        Outcome::InputRequired(_) | Outcome::Err(_) => None,
+    }
+}
+
+/// One audit line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditEvent {
+    /// RFC 3339, UTC, milliseconds.
+    pub time: String,
+    /// The caller's `sub`; `null` when the request was refused before a caller was known.
+    pub subject: Option<String>,
+    pub client_id: Option<String>,
+    pub transport: Transport,
+    /// The tool name, or the protocol method / HTTP route for calls that are not tool calls.
+    pub tool: String,
+    /// The arguments with every credential-like key removed (see [`redact`]).
+    pub arguments: Value,
+    /// Paths of the keys removed from `arguments`, e.g. `["headers.Authorization"]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
+    pub outcome: AuditOutcome,
+    /// The error kind (`DatasetNotFound`, `InvalidToken`, ...) for `error` and `challenge`.
+    pub error: Option<String>,
+    pub result_count: Option<u64>,
+    pub snapshot_id: Option<String>,
+    pub latency_ms: u64,
+}
+
+impl AuditEvent {
+    /// The event for one tool call through the dispatcher.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_call(
+        time: SystemTime,
+        subject: Option<&str>,
+        client_id: Option<&str>,
+        transport: Transport,
+        tool: &str,
+        arguments: &Value,
+        outcome: &Outcome,
+        snapshot_id: Option<&str>,
+        latency: Duration,
+    ) -> AuditEvent {
+        let (arguments, redacted) = redact(arguments);
+        AuditEvent {
+            time: rfc3339_millis(time),
+            subject: subject.map(String::from),
+            client_id: client_id.map(String::from),
+            transport,
+            tool: tool.to_string(),
+            arguments,
+            redacted,
+            outcome: AuditOutcome::of(outcome),
+            error: match outcome {
+                Outcome::Err(e) => Some(e.kind.clone()),
+                _ => None,
+            },
+            result_count: result_count(outcome),
+            snapshot_id: snapshot_id.map(String::from),
+            latency_ms: latency.as_millis() as u64,
+        }
+    }
+
+    /// The event for a request refused by the auth layer (no caller is known).
+    pub fn challenge(
+        time: SystemTime,
+        transport: Transport,
+        method: &str,
+        error_kind: &str,
+        latency: Duration,
+    ) -> AuditEvent {
+        AuditEvent {
+            time: rfc3339_millis(time),
+            subject: None,
+            client_id: None,
+            transport,
+            tool: method.to_string(),
+            arguments: Value::Object(Map::new()),
+            redacted: Vec::new(),
+            outcome: AuditOutcome::Challenge,
+            error: Some(error_kind.to_string()),
+            result_count: None,
+            snapshot_id: None,
+            latency_ms: latency.as_millis() as u64,
+        }
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn rfc3339_millis(t: SystemTime) -> String {
+    let seconds = format_rfc3339(t);
+    let millis = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_millis())
+        .unwrap_or(0);
+    match seconds.strip_suffix('Z') {
+        Some(base) => format!("{base}.{millis:03}Z"),
+        None => seconds,
+    }
+}
+
+/// Whether a key names a credential: compared lowercase with `-` and `_` removed, it
+/// contains one of these words (so `Authorization`, `access_token`, `X-Api-Key`,
+/// `client_secret`, `Password` all match).
+fn is_credential_key(key: &str) -> bool {
+    const WORDS: [&str; 9] = [
+        "authorization",
+        "token",
+        "password",
+        "passwd",
+        "secret",
+        "apikey",
+        "cookie",
+        "credential",
+        "privatekey",
+    ];
+    let folded: String = key
+        .chars()
+        .filter(|c| *c != '-' && *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect();
+    WORDS.iter().any(|w| folded.contains(w))
+}
+
+/// Removes every credential-like key (see `is_credential_key`) at any depth, and returns
+/// the paths of what it removed, so the log shows that something was withheld.
+pub fn redact(arguments: &Value) -> (Value, Vec<String>) {
+    fn walk(value: &Value, path: &str, removed: &mut Vec<String>) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut kept = Map::new();
+                for (k, v) in map {
+                    let here = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    if is_credential_key(k) {
+                        removed.push(here);
+                    } else {
+                        kept.insert(k.clone(), walk(v, &here, removed));
+                    }
+                }
+                Value::Object(kept)
+            }
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| walk(v, &format!("{path}[{i}]"), removed))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    let mut removed = Vec::new();
+    let value = walk(arguments, "", &mut removed);
+    (value, removed)
+}
+
+/// Why an event was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error("cannot open the audit log {path}: {source}; check that its directory exists and is writable, or pass another --audit-log")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("writing to the audit log {target} failed: {source}; the call was not audited, so it must not be answered; free space or fix permissions on the log")]
+    Write {
+        target: String,
+        source: std::io::Error,
+    },
+    #[error("an audit event could not be serialised: {0}; report this to the govcat maintainers")]
+    Serialize(String),
+}
+
+/// Where audit lines go: a file (appended) or a standard stream. One line per event,
+/// flushed before `record` returns.
+pub struct AuditSink {
+    target: String,
+    writer: Mutex<Box<dyn Write + Send>>,
+    failures: AtomicU64,
+    written: AtomicU64,
+}
+
+impl AuditSink {
+    /// Appends to `path`, creating the file (not its directory).
+    pub fn file(path: &Path) -> Result<AuditSink, AuditError> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|source| AuditError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(AuditSink::writer(
+            path.display().to_string(),
+            Box::new(file),
+        ))
+    }
+
+    /// Standard output. Not for `mcp-stdio`, whose stdout is the protocol: use [`stderr`].
+    ///
+    /// [`stderr`]: AuditSink::stderr
+    pub fn stdout() -> AuditSink {
+        AuditSink::writer("stdout".into(), Box::new(std::io::stdout()))
+    }
+
+    pub fn stderr() -> AuditSink {
+        AuditSink::writer("stderr".into(), Box::new(std::io::stderr()))
+    }
+
+    /// Any writer; `target` names it in error messages.
+    pub fn writer(target: String, writer: Box<dyn Write + Send>) -> AuditSink {
+        AuditSink {
+            target,
+            writer: Mutex::new(writer),
+            failures: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+        }
+    }
+
+    /// Writes one JSON line and flushes it. An error means the event is not on record.
+    pub fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        let mut line = serde_json::to_vec(event).map_err(|e| {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+            AuditError::Serialize(e.to_string())
+        })?;
+        line.push(b'\n');
+        let result = match self.writer.lock() {
+            Ok(mut w) => w.write_all(&line).and_then(|()| w.flush()),
+            Err(_) => Err(std::io::Error::other(
+                "an earlier write panicked while holding the log",
+            )),
+        };
+        match result {
+            Ok(()) => {
+                self.written.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(source) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                Err(AuditError::Write {
+                    target: self.target.clone(),
+                    source,
+                })
+            }
+        }
+    }
+
+    /// Events that could not be written since start.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Events written since start.
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{InputRequired, ToolError};
+    use serde_json::json;
+
+    const T0: Duration = Duration::from_millis(1_796_000_000_123);
+
+    #[test]
+    fn credentials_are_removed_at_any_depth_and_named() {
+        let args = json!({
+            "domain": "claims",
+            "Authorization": "Bearer abc",
+            "nested": {"access_token": "x", "keep": 1, "list": [{"X-Api-Key": "k", "n": 2}]},
+            "client_secret": "s",
+            "PASSWORD": "p",
+            "description": "contains a token-like word in a value, which stays",
+        });
+        let (kept, removed) = redact(&args);
+        assert_eq!(
+            kept,
+            json!({
+                "domain": "claims",
+                "nested": {"keep": 1, "list": [{"n": 2}]},
+                "description": "contains a token-like word in a value, which stays",
+            })
+        );
+        assert_eq!(
+            removed,
+            vec![
+                "Authorization",
+                "nested.access_token",
+                "nested.list[0].X-Api-Key",
+                "client_secret",
+                "PASSWORD"
+            ]
+        );
+    }
+
+    #[test]
+    fn outcomes_are_classified_and_counted() {
+        let cases = [
+            (
+                Outcome::Ok(json!({"entries": []})),
+                AuditOutcome::Empty,
+                Some(0),
+            ),
+            (
+                Outcome::Ok(json!({"entries": [1, 2]})),
+                AuditOutcome::Ok,
+                Some(2),
+            ),
+            (
+                Outcome::Ok(json!({"metadata": {}})),
+                AuditOutcome::Ok,
+                Some(1),
+            ),
+            (
+                Outcome::InputRequired(InputRequired {
+                    message: "m".into(),
+                    missing: vec![],
+                }),
+                AuditOutcome::InputRequired,
+                None,
+            ),
+            (
+                Outcome::Err(ToolError::new("DatasetNotFound", "m")),
+                AuditOutcome::Error,
+                None,
+            ),
+            (
+                Outcome::Err(ToolError::insufficient_scope(vec![
+                    "catalog:claims:read".into()
+                ])),
+                AuditOutcome::Challenge,
+                None,
+            ),
+        ];
+        for (outcome, class, count) in cases {
+            assert_eq!(AuditOutcome::of(&outcome), class, "{outcome:?}");
+            assert_eq!(result_count(&outcome), count, "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn an_event_is_one_json_line_with_every_field() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("audit.jsonl");
+        let sink = AuditSink::file(&path).expect("open");
+        let event = AuditEvent::for_call(
+            SystemTime::UNIX_EPOCH + T0,
+            Some("alice"),
+            Some("ide"),
+            Transport::Mcp,
+            "get_dataset",
+            &json!({"domain": "claims", "table": "claim", "token": "t"}),
+            &Outcome::Err(ToolError::new("DatasetNotFound", "m")),
+            Some("snap-1"),
+            Duration::from_micros(2_700),
+        );
+        sink.record(&event).expect("record");
+        sink.record(&event).expect("record");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2);
+        let line: Value = serde_json::from_str(lines[0]).expect("json");
+        assert_eq!(
+            line,
+            json!({
+                "time": "2026-11-30T00:53:20.123Z",
+                "subject": "alice",
+                "client_id": "ide",
+                "transport": "mcp",
+                "tool": "get_dataset",
+                "arguments": {"domain": "claims", "table": "claim"},
+                "redacted": ["token"],
+                "outcome": "error",
+                "error": "DatasetNotFound",
+                "result_count": null,
+                "snapshot_id": "snap-1",
+                "latency_ms": 2,
+            })
+        );
+        assert_eq!((sink.written(), sink.failures()), (2, 0));
+    }
+
+    #[test]
+    fn a_log_in_a_missing_directory_is_refused_at_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("no-such-dir").join("audit.jsonl");
+        match AuditSink::file(&path) {
+            Err(AuditError::Open { path: p, .. }) => assert_eq!(p, path),
+            Err(e) => panic!("wrong error: {e}"),
+            Ok(_) => panic!("opened a log in a missing directory"),
+        }
+    }
+
+    #[test]
+    fn a_failed_write_is_an_error_and_is_counted() {
+        // /dev/full accepts the open and fails every write with ENOSPC.
+        let sink = AuditSink::file(Path::new("/dev/full")).expect("open /dev/full");
+        let event = AuditEvent::challenge(
+            SystemTime::UNIX_EPOCH + T0,
+            Transport::Http,
+            "POST /mcp",
+            "InvalidToken",
+            Duration::ZERO,
+        );
+        match sink.record(&event) {
+            Err(AuditError::Write { target, source }) => {
+                assert_eq!(target, "/dev/full");
+                assert_eq!(source.raw_os_error(), Some(28)); // ENOSPC
+            }
+            other => panic!("expected a write error, got {other:?}"),
+        }
+        assert_eq!((sink.written(), sink.failures()), (0, 1));
+    }
+}

@@ -1,0 +1,255 @@
+//! The dense side: nearest neighbours of a query embedding among the documents' embeddings
+//! (all L2-normalised, so cosine similarity is a dot product).
+//!
+//! Two backends, chosen by size at build time: an exact scan, which is faster and exact for
+//! small catalogs (the demo's ~750 documents scan in microseconds), and an HNSW graph
+//! (hnsw_rs), dumped into the snapshot and reloaded, for large ones. `EXACT_MAX_DOCS` is where
+//! the scale bench measured the crossover; see `docs/PERFORMANCE.md`.
+
+use std::path::Path;
+
+use hnsw_rs::anndists::dist::DistDot;
+use hnsw_rs::api::AnnT;
+use hnsw_rs::hnsw::Hnsw;
+use hnsw_rs::hnswio::HnswIo;
+
+use super::IndexError;
+
+/// Up to this many documents the exact scan serves queries; above it, HNSW.
+pub const EXACT_MAX_DOCS: usize = 20_000;
+/// Below this share of allowed documents a filtered query scans exactly (HNSW's filtered
+/// search loses recall when most of the graph is filtered out).
+const HNSW_MIN_ALLOWED_SHARE: f64 = 0.10;
+const HNSW_BASENAME: &str = "dense";
+const HNSW_M: usize = 24;
+const HNSW_EF_CONSTRUCTION: usize = 200;
+const HNSW_EF_SEARCH: usize = 128;
+
+/// Which backend a snapshot uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    Exact,
+    Hnsw,
+}
+
+pub fn choose_backend(n: usize) -> Backend {
+    if n <= EXACT_MAX_DOCS {
+        Backend::Exact
+    } else {
+        Backend::Hnsw
+    }
+}
+
+/// Flattened row-major vectors.
+pub struct Vectors {
+    pub dim: usize,
+    pub data: Vec<f32>,
+}
+
+impl Vectors {
+    pub fn len(&self) -> usize {
+        self.data.len().checked_div(self.dim).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn row(&self, i: usize) -> &[f32] {
+        &self.data[i * self.dim..(i + 1) * self.dim]
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.data.iter().flat_map(|f| f.to_le_bytes()).collect()
+    }
+
+    pub fn from_bytes(bytes: &[u8], dim: usize, file: &str) -> Result<Vectors, IndexError> {
+        if dim == 0 || bytes.len() % (4 * dim) != 0 {
+            return Err(IndexError::Corrupt {
+                file: file.to_string(),
+                problem: format!("{} bytes is not a whole number of {dim}-dimensional f32 vectors", bytes.len()),
+            });
+        }
+        let data = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Ok(Vectors { dim, data })
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Exact top-k by dot product over the allowed rows; ties by ordinal.
+pub fn exact_top_k(
+    vectors: &Vectors,
+    query: &[f32],
+    k: usize,
+    allowed: &dyn Fn(u32) -> bool,
+) -> Vec<(u32, f32)> {
+    let mut scored: Vec<(u32, f32)> = (0..vectors.len() as u32)
+        .filter(|&i| allowed(i))
+        .map(|i| (i, dot(vectors.row(i as usize), query)))
+        .collect();
+    let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k, cmp);
+        scored.truncate(k);
+    }
+    scored.sort_by(cmp);
+    scored
+}
+
+/// Builds an HNSW graph over `vectors` and dumps it into `dir`.
+pub fn build_hnsw(dir: &Path, vectors: &Vectors) -> Result<(), IndexError> {
+    let hnsw: Hnsw<f32, DistDot> =
+        Hnsw::new(HNSW_M, vectors.len(), 16, HNSW_EF_CONSTRUCTION, DistDot {});
+    let rows: Vec<(&[f32], usize)> = (0..vectors.len()).map(|i| (vectors.row(i), i)).collect();
+    hnsw.parallel_insert_slice(&rows);
+    let written = hnsw
+        .file_dump(dir, HNSW_BASENAME)
+        .map_err(|e| IndexError::Io {
+            path: dir.display().to_string(),
+            problem: format!("cannot write the HNSW graph: {e}"),
+        })?;
+    if written != HNSW_BASENAME {
+        return Err(IndexError::Io {
+            path: dir.display().to_string(),
+            problem: format!("HNSW graph was written as '{written}', expected '{HNSW_BASENAME}'"),
+        });
+    }
+    Ok(())
+}
+
+/// A loaded dense index.
+pub struct Dense {
+    pub vectors: Vectors,
+    hnsw: Option<Hnsw<'static, f32, DistDot>>,
+}
+
+impl Dense {
+    pub fn exact(vectors: Vectors) -> Dense {
+        Dense {
+            vectors,
+            hnsw: None,
+        }
+    }
+
+    /// Loads the HNSW graph dumped by [`build_hnsw`]. The loader borrows its reader for the
+    /// graph's lifetime, so the reader is leaked: one small allocation per load of a large
+    /// snapshot (loads happen at start and on swaps, not per request).
+    pub fn with_hnsw(vectors: Vectors, dir: &Path) -> Result<Dense, IndexError> {
+        let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, HNSW_BASENAME)));
+        let hnsw = io.load_hnsw::<f32, DistDot>().map_err(|e| IndexError::Corrupt {
+            file: dir.join(format!("{HNSW_BASENAME}.hnsw.graph")).display().to_string(),
+            problem: format!("cannot load the HNSW graph: {e}"),
+        })?;
+        Ok(Dense {
+            vectors,
+            hnsw: Some(hnsw),
+        })
+    }
+
+    pub fn backend(&self) -> Backend {
+        if self.hnsw.is_some() {
+            Backend::Hnsw
+        } else {
+            Backend::Exact
+        }
+    }
+
+    /// Top `k` (ordinal, cosine similarity), best first, among allowed documents.
+    /// `allowed_count` is how many documents `allowed` admits (to pick the strategy).
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        allowed: &dyn Fn(u32) -> bool,
+        allowed_count: usize,
+    ) -> Vec<(u32, f32)> {
+        match &self.hnsw {
+            Some(hnsw)
+                if (allowed_count as f64)
+                    >= HNSW_MIN_ALLOWED_SHARE * self.vectors.len() as f64 =>
+            {
+                let filter = |id: &usize| allowed(*id as u32);
+                let everything = allowed_count == self.vectors.len();
+                let found = if everything {
+                    hnsw.search(query, k, HNSW_EF_SEARCH.max(k))
+                } else {
+                    hnsw.search_filter(query, k, HNSW_EF_SEARCH.max(k), Some(&filter))
+                };
+                let mut out: Vec<(u32, f32)> = found
+                    .into_iter()
+                    .map(|n| (n.d_id as u32, 1.0 - n.distance))
+                    .collect();
+                out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                out
+            }
+            _ => exact_top_k(&self.vectors, query, k, allowed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    #[test]
+    fn exact_scan_orders_by_similarity_then_ordinal() {
+        let rows = [unit(&[1.0, 0.0]), unit(&[0.0, 1.0]), unit(&[1.0, 0.0]), unit(&[1.0, 1.0])];
+        let vectors = Vectors {
+            dim: 2,
+            data: rows.concat(),
+        };
+        let got = exact_top_k(&vectors, &unit(&[1.0, 0.0]), 3, &|_| true);
+        let ids: Vec<u32> = got.iter().map(|(i, _)| *i).collect();
+        assert_eq!(ids, vec![0, 2, 3]);
+        let filtered = exact_top_k(&vectors, &unit(&[1.0, 0.0]), 3, &|i| i != 0);
+        assert_eq!(filtered[0].0, 2);
+    }
+
+    #[test]
+    fn vectors_round_trip_through_bytes_and_refuse_ragged_files() {
+        let v = Vectors {
+            dim: 3,
+            data: vec![0.5, -1.0, 2.0, 3.0, 4.0, 5.0],
+        };
+        let back = Vectors::from_bytes(&v.to_bytes(), 3, "vectors.f32").unwrap();
+        assert_eq!(back.data, v.data);
+        assert!(Vectors::from_bytes(&[0u8; 10], 3, "vectors.f32").is_err());
+    }
+
+    #[test]
+    fn hnsw_finds_the_exact_neighbours_on_a_small_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut data = Vec::new();
+        for i in 0..500u32 {
+            let a = i as f32 * 0.0125;
+            data.extend(unit(&[a.cos(), a.sin(), 0.1 * (i % 7) as f32]));
+        }
+        let vectors = Vectors { dim: 3, data };
+        build_hnsw(dir.path(), &vectors).unwrap();
+        let copy = Vectors {
+            dim: 3,
+            data: vectors.data.clone(),
+        };
+        let dense = Dense::with_hnsw(copy, dir.path()).unwrap();
+        let q = unit(&[1.0, 0.2, 0.0]);
+        let exact: Vec<u32> = exact_top_k(&vectors, &q, 10, &|_| true)
+            .iter()
+            .map(|x| x.0)
+            .collect();
+        let approx: Vec<u32> = dense.search(&q, 10, &|_| true, 500).iter().map(|x| x.0).collect();
+        let overlap = approx.iter().filter(|i| exact.contains(i)).count();
+        assert!(overlap >= 9, "overlap {overlap}: {approx:?} vs {exact:?}");
+    }
+}

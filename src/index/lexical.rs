@@ -1,0 +1,360 @@
+//! The lexical side: a tantivy BM25 index over the documents' words (English stemming,
+//! lower-casing, ASCII folding, identifier splitting done before indexing) plus a character
+//! trigram field so that a run-together or compound word meets its parts.
+//!
+//! Query syntax (stated in the `find_precedents` description): whole stemmed words match;
+//! `word*` matches words starting with `word`; `"two words"` matches the phrase. Trigram
+//! matches need most of a long word's trigrams, so fragments do not match by accident.
+
+use std::path::Path;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, RegexQuery, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STRING,
+};
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer,
+    StopWordFilter, TextAnalyzer, WhitespaceTokenizer,
+};
+use tantivy::{doc, Index, IndexReader, ReloadPolicy, Term};
+
+use super::documents::{Document, Kind};
+use super::text::{fold, trigrams, GRAM_MIN_WORD};
+use super::IndexError;
+
+const WORDS: &str = "govcat_words";
+const GRAMS: &str = "govcat_grams";
+/// Weight of the table/domain context field relative to the main field.
+const CONTEXT_BOOST: f32 = 0.3;
+/// Weight of a trigram match relative to a whole-word match.
+const GRAM_BOOST: f32 = 0.25;
+/// Share of a word's trigrams that must be present for a trigram match.
+const GRAM_MIN_SHARE: f32 = 0.75;
+
+fn words_analyzer() -> TextAnalyzer {
+    let builder = TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(48))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter);
+    match StopWordFilter::new(Language::English) {
+        Some(stop) => builder
+            .filter(stop)
+            .filter(Stemmer::new(Language::English))
+            .build(),
+        None => builder.filter(Stemmer::new(Language::English)).build(),
+    }
+}
+
+fn grams_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(WhitespaceTokenizer::default()).build()
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    ord: Field,
+    scope: Field,
+    text: Field,
+    context: Field,
+    grams: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let words = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(WORDS)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let grams = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(GRAMS)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let fields = Fields {
+        ord: b.add_u64_field("ord", FAST),
+        scope: b.add_text_field("scope", STRING),
+        text: b.add_text_field("text", words.clone()),
+        context: b.add_text_field("context", words),
+        grams: b.add_text_field("grams", grams),
+    };
+    (b.build(), fields)
+}
+
+fn register(index: &Index) {
+    index.tokenizers().register(WORDS, words_analyzer());
+    index.tokenizers().register(GRAMS, grams_analyzer());
+}
+
+/// The scope term of a document: `domain:<name>` for columns, `ontology` for values.
+pub fn scope_term(doc: &Document) -> String {
+    match (doc.kind, &doc.domain) {
+        (Kind::Column, Some(d)) => format!("domain:{d}"),
+        _ => "ontology".to_string(),
+    }
+}
+
+fn tantivy_error(what: &str, e: impl std::fmt::Display) -> IndexError {
+    IndexError::Corrupt {
+        file: what.to_string(),
+        problem: e.to_string(),
+    }
+}
+
+/// Writes the lexical index of `docs` into `dir` (which must exist and be empty).
+pub fn build(dir: &Path, docs: &[Document]) -> Result<(), IndexError> {
+    let (schema, f) = schema();
+    let index = Index::create_in_dir(dir, schema).map_err(|e| tantivy_error("tantivy", e))?;
+    register(&index);
+    let mut writer = index
+        .writer_with_num_threads(1, 64_000_000)
+        .map_err(|e| tantivy_error("tantivy writer", e))?;
+    for (ord, d) in docs.iter().enumerate() {
+        writer
+            .add_document(doc!(
+                f.ord => ord as u64,
+                f.scope => scope_term(d),
+                f.text => d.lexical_text.clone(),
+                f.context => d.context_text.clone(),
+                f.grams => super::text::gram_text(&d.lexical_text),
+            ))
+            .map_err(|e| tantivy_error("tantivy writer", e))?;
+    }
+    writer.commit().map_err(|e| tantivy_error("tantivy commit", e))?;
+    writer
+        .wait_merging_threads()
+        .map_err(|e| tantivy_error("tantivy merge", e))?;
+    Ok(())
+}
+
+/// A loaded lexical index.
+pub struct Lexical {
+    reader: IndexReader,
+    f: Fields,
+}
+
+/// One parsed part of a query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryPart {
+    Word(String),
+    Prefix(String),
+    Phrase(Vec<String>),
+}
+
+/// Splits a description into words, `prefix*` and `"quoted phrases"`.
+pub fn parse_query(description: &str) -> Vec<QueryPart> {
+    let mut parts = Vec::new();
+    let mut rest = description;
+    while let Some(open) = rest.find('"') {
+        parts.extend(plain_parts(&rest[..open]));
+        let after = &rest[open + 1..];
+        match after.find('"') {
+            Some(close) => {
+                let words: Vec<String> = super::text::words(&after[..close]);
+                if !words.is_empty() {
+                    parts.push(QueryPart::Phrase(words));
+                }
+                rest = &after[close + 1..];
+            }
+            None => {
+                rest = after;
+            }
+        }
+    }
+    parts.extend(plain_parts(rest));
+    parts
+}
+
+fn plain_parts(text: &str) -> Vec<QueryPart> {
+    text.split_whitespace()
+        .flat_map(|token| {
+            let prefix = token.ends_with('*');
+            let ws = super::text::words(&super::text::split_identifier(token));
+            let n = ws.len();
+            ws.into_iter().enumerate().map(move |(i, w)| {
+                if prefix && i + 1 == n {
+                    QueryPart::Prefix(w)
+                } else {
+                    QueryPart::Word(w)
+                }
+            })
+        })
+        .collect()
+}
+
+impl Lexical {
+    pub fn open(dir: &Path) -> Result<Lexical, IndexError> {
+        let index = Index::open_in_dir(dir).map_err(|e| tantivy_error("tantivy", e))?;
+        register(&index);
+        let (_, f) = schema();
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| tantivy_error("tantivy reader", e))?;
+        Ok(Lexical { reader, f })
+    }
+
+    fn analyse(&self, text: &str) -> Vec<String> {
+        let mut analyzer = words_analyzer();
+        let mut stream = analyzer.token_stream(text);
+        let mut out = Vec::new();
+        while stream.advance() {
+            out.push(stream.token().text.clone());
+        }
+        out
+    }
+
+    fn word_query(&self, field: Field, token: &str) -> Box<dyn Query> {
+        Box::new(TermQuery::new(
+            Term::from_field_text(field, token),
+            IndexRecordOption::WithFreqs,
+        ))
+    }
+
+    fn gram_query(&self, word: &str) -> Option<Box<dyn Query>> {
+        if word.chars().count() < GRAM_MIN_WORD || !word.chars().all(|c| c.is_alphabetic()) {
+            return None;
+        }
+        let grams = trigrams(&fold(word));
+        let need = ((grams.len() as f32) * GRAM_MIN_SHARE).ceil() as usize;
+        let clauses: Vec<Box<dyn Query>> = grams
+            .iter()
+            .map(|g| self.word_query(self.f.grams, g))
+            .collect();
+        Some(Box::new(BoostQuery::new(
+            Box::new(BooleanQuery::union_with_minimum_required_clauses(
+                clauses,
+                need.max(1),
+            )),
+            GRAM_BOOST,
+        )))
+    }
+
+    /// Builds the query for `parts`, or `None` when no part yields a searchable term.
+    fn build_query(&self, parts: &[QueryPart], scopes: &[String]) -> Option<Box<dyn Query>> {
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for part in parts {
+            match part {
+                QueryPart::Word(w) => {
+                    for token in self.analyse(w) {
+                        should.push((Occur::Should, self.word_query(self.f.text, &token)));
+                        should.push((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(
+                                self.word_query(self.f.context, &token),
+                                CONTEXT_BOOST,
+                            )),
+                        ));
+                    }
+                    if let Some(q) = self.gram_query(w) {
+                        should.push((Occur::Should, q));
+                    }
+                }
+                QueryPart::Prefix(p) => {
+                    let folded: String = fold(p)
+                        .chars()
+                        .filter(|c| c.is_alphanumeric())
+                        .collect();
+                    if folded.is_empty() {
+                        continue;
+                    }
+                    if let Ok(q) = RegexQuery::from_pattern(&format!("{folded}.*"), self.f.text) {
+                        should.push((Occur::Should, Box::new(q)));
+                    }
+                }
+                QueryPart::Phrase(words) => {
+                    let tokens = self.analyse(&words.join(" "));
+                    match tokens.len() {
+                        0 => {}
+                        1 => should.push((Occur::Should, self.word_query(self.f.text, &tokens[0]))),
+                        _ => {
+                            let terms = tokens
+                                .iter()
+                                .map(|t| Term::from_field_text(self.f.text, t))
+                                .collect();
+                            should.push((Occur::Should, Box::new(PhraseQuery::new(terms))));
+                        }
+                    }
+                }
+            }
+        }
+        if should.is_empty() {
+            return None;
+        }
+        let scope_filter: Vec<Box<dyn Query>> = scopes
+            .iter()
+            .map(|s| {
+                Box::new(TermQuery::new(
+                    Term::from_field_text(self.f.scope, s),
+                    IndexRecordOption::Basic,
+                )) as Box<dyn Query>
+            })
+            .collect();
+        Some(Box::new(BooleanQuery::new(vec![
+            (Occur::Must, Box::new(BooleanQuery::new(should)) as Box<dyn Query>),
+            (Occur::Must, Box::new(BooleanQuery::union(scope_filter))),
+        ])))
+    }
+
+    /// Top `k` documents (ordinal, BM25 score) within `scopes`, best first, ties by ordinal.
+    pub fn search(
+        &self,
+        parts: &[QueryPart],
+        scopes: &[String],
+        k: usize,
+    ) -> Result<Vec<(u32, f32)>, IndexError> {
+        let Some(query) = self.build_query(parts, scopes) else {
+            return Ok(Vec::new());
+        };
+        let searcher = self.reader.searcher();
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(k).order_by_score())
+            .map_err(|e| tantivy_error("tantivy search", e))?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let column = searcher
+                .segment_reader(addr.segment_ord)
+                .fast_fields()
+                .u64("ord")
+                .map_err(|e| tantivy_error("tantivy fast field ord", e))?;
+            let ord = column.first(addr.doc_id).ok_or_else(|| {
+                tantivy_error("tantivy fast field ord", "document without ordinal")
+            })?;
+            out.push((ord as u32, score));
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(out)
+    }
+
+    /// Number of documents in the index.
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_parts_cover_words_prefixes_and_phrases() {
+        assert_eq!(
+            parse_query(r#"iban* "date of birth" claimHandler"#),
+            vec![
+                QueryPart::Prefix("iban".into()),
+                QueryPart::Phrase(vec!["date".into(), "of".into(), "birth".into()]),
+                QueryPart::Word("claim".into()),
+                QueryPart::Word("handler".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn unclosed_quote_is_read_as_words() {
+        assert_eq!(
+            parse_query(r#""eu iban"#),
+            vec![QueryPart::Word("eu".into()), QueryPart::Word("iban".into())]
+        );
+    }
+}

@@ -1,0 +1,558 @@
+//! Snapshots: the closed set (ontology values and catalog columns) embedded and indexed once,
+//! written to `index/snapshots/<id>/` and published by atomically replacing `index/CURRENT`.
+//! A crash mid-build leaves the previous snapshot in use; a snapshot built with another
+//! embedding model, or with a file whose checksum does not match its manifest, is refused with
+//! the command to run. Loaded snapshots are immutable and shared (`Arc`); [`SnapshotHandle`]
+//! swaps them so in-flight requests finish on the snapshot they started with.
+//!
+//! This module never reads a catalog source at query time and never writes outside `index/`.
+
+pub mod dense;
+pub mod documents;
+pub mod lexical;
+pub mod text;
+pub mod watch;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use arc_swap::ArcSwapOption;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{read_domain, Caller, CatalogSource, SourceFreshness};
+use crate::embed::{sha256_file, EmbedError, Embedder};
+use crate::ontology::Ontology;
+use crate::tools::format_rfc3339;
+use dense::{Backend, Dense, Vectors};
+use documents::{Document, Kind};
+
+const MANIFEST: &str = "manifest.json";
+const DOCUMENTS: &str = "documents.json";
+const VECTORS: &str = "vectors.f32";
+const TANTIVY: &str = "tantivy";
+/// Snapshots kept besides the current one (older ones are removed after a publish).
+const KEEP_PREVIOUS: usize = 2;
+
+/// A snapshot problem, with what to run next.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("no snapshot in {dir}: run `govcat index --index {dir}` to build one")]
+    NoSnapshot { dir: String },
+    #[error("snapshot file {file} is corrupt ({problem}); run `govcat index` to rebuild the snapshot")]
+    Corrupt { file: String, problem: String },
+    #[error("snapshot {id} was built with embedding model {built} but this server runs {running}; run `govcat index` to rebuild it with the running model")]
+    ModelMismatch {
+        id: String,
+        built: String,
+        running: String,
+    },
+    #[error("{path}: {problem}; check the directory exists and is writable (--index)")]
+    Io { path: String, problem: String },
+    #[error("reading the catalog for the snapshot failed: {0}")]
+    Catalog(#[from] crate::catalog::CatalogError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+impl IndexError {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            IndexError::NoSnapshot { .. } => "NoSnapshot",
+            IndexError::Corrupt { .. } => "SnapshotCorrupt",
+            IndexError::ModelMismatch { .. } => "SnapshotModelMismatch",
+            IndexError::Io { .. } => "IndexIo",
+            IndexError::Catalog(e) => e.kind(),
+            IndexError::Embed(_) => "EmbedderUnavailable",
+        }
+    }
+}
+
+fn io_err(path: &Path, e: impl std::fmt::Display) -> IndexError {
+    IndexError::Io {
+        path: path.display().to_string(),
+        problem: e.to_string(),
+    }
+}
+
+/// The embedding model a snapshot was built with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub id: String,
+    pub dimension: usize,
+    pub checksum: String,
+}
+
+/// Document and catalog counts of a snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    pub documents: usize,
+    pub columns: usize,
+    pub ontology_values: usize,
+    pub domains: usize,
+    pub tables: usize,
+    /// Tables that could not be read and are therefore not in the snapshot.
+    pub unreadable_tables: Vec<crate::catalog::Unreadable>,
+}
+
+/// `manifest.json`: what a snapshot is and how to check it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub id: String,
+    pub built_at: String,
+    pub source_freshness: SourceFreshness,
+    pub model: ModelInfo,
+    pub ontology_version: String,
+    pub dense_backend: Backend,
+    pub counts: Counts,
+    /// sha256 of every file of the snapshot (paths relative to the snapshot directory).
+    pub files: BTreeMap<String, String>,
+}
+
+/// A loaded, immutable snapshot.
+pub struct Snapshot {
+    pub manifest: Manifest,
+    pub docs: Vec<Document>,
+    /// The domains with at least one column in the snapshot, sorted.
+    pub domains: Vec<String>,
+    pub lexical: lexical::Lexical,
+    pub dense: Dense,
+    /// Index queries run against this snapshot (lexical or dense), for tests and metrics.
+    pub queries_run: AtomicU64,
+    /// The most recent searched terms (bounded), so tests can prove what was searched.
+    pub searched: Mutex<std::collections::VecDeque<String>>,
+}
+
+impl Snapshot {
+    pub fn count_query(&self) {
+        self.queries_run.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a searched term (one per search, whatever sides run).
+    pub fn record_query(&self, term: &str) {
+        let mut log = self.searched.lock().unwrap_or_else(|p| p.into_inner());
+        if log.len() == 64 {
+            log.pop_front();
+        }
+        log.push_back(term.to_string());
+    }
+
+    /// The searched terms, oldest first.
+    pub fn searched_terms(&self) -> Vec<String> {
+        let log = self.searched.lock().unwrap_or_else(|p| p.into_inner());
+        log.iter().cloned().collect()
+    }
+
+    pub fn doc(&self, ord: u32) -> &Document {
+        &self.docs[ord as usize]
+    }
+}
+
+fn walk_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), IndexError> {
+    for entry in fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
+        let path = entry.map_err(|e| io_err(dir, e))?.path();
+        if path.is_dir() {
+            walk_files(root, &path, out)?;
+        } else if path.file_name().and_then(|n| n.to_str()) != Some(MANIFEST) {
+            out.push(path.strip_prefix(root).map_err(|e| io_err(&path, e))?.to_path_buf());
+        }
+    }
+    Ok(())
+}
+
+fn checksums(dir: &Path) -> Result<BTreeMap<String, String>, IndexError> {
+    let mut files = Vec::new();
+    walk_files(dir, dir, &mut files)?;
+    let mut out = BTreeMap::new();
+    for rel in files {
+        let sum = sha256_file(&dir.join(&rel)).map_err(|e| io_err(&dir.join(&rel), e))?;
+        out.insert(rel.to_string_lossy().replace('\\', "/"), sum);
+    }
+    Ok(out)
+}
+
+fn fsync_dir(dir: &Path) {
+    if let Ok(f) = fs::File::open(dir) {
+        let _ = f.sync_all();
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
+    let mut f = fs::File::create(path).map_err(|e| io_err(path, e))?;
+    f.write_all(bytes).map_err(|e| io_err(path, e))?;
+    f.sync_all().map_err(|e| io_err(path, e))
+}
+
+/// Progress reporting for the embedding step (a progress bar on the CLI, nothing in tests).
+pub trait Progress {
+    fn start(&self, total: u64);
+    fn advance(&self, n: u64);
+    fn finish(&self);
+}
+
+/// No progress output.
+pub struct Quiet;
+impl Progress for Quiet {
+    fn start(&self, _: u64) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+/// Reads the whole catalog and the ontology into documents, in a deterministic order.
+pub fn collect_documents(
+    ontology: &Ontology,
+    source: &dyn CatalogSource,
+) -> Result<(Vec<Document>, Counts), IndexError> {
+    let caller = Caller::local();
+    let mut docs = documents::ontology_documents(ontology);
+    let ontology_values = docs.len();
+    let domains = source.list_domains(&caller)?;
+    let mut tables = 0;
+    let mut unreadable_tables = Vec::new();
+    for d in &domains {
+        let (datasets, unreadable) = read_domain(source, &caller, &d.name)?;
+        tables += datasets.len();
+        for u in unreadable {
+            unreadable_tables.push(crate::catalog::Unreadable {
+                table: format!("{}.{}", d.name, u.table),
+                reason: u.reason,
+            });
+        }
+        for ds in &datasets {
+            docs.extend(documents::column_documents(ds));
+        }
+    }
+    let counts = Counts {
+        documents: docs.len(),
+        columns: docs.len() - ontology_values,
+        ontology_values,
+        domains: domains.len(),
+        tables,
+        unreadable_tables,
+    };
+    Ok((docs, counts))
+}
+
+/// Embeds documents in batches, reporting progress.
+pub fn embed_documents(
+    embedder: &dyn Embedder,
+    docs: &[Document],
+    progress: &dyn Progress,
+) -> Result<Vectors, IndexError> {
+    const BATCH: usize = 64;
+    progress.start(docs.len() as u64);
+    let mut data = Vec::with_capacity(docs.len() * embedder.dimension());
+    for chunk in docs.chunks(BATCH) {
+        let texts: Vec<&str> = chunk.iter().map(|d| d.dense_text.as_str()).collect();
+        for v in embedder.embed_batch(&texts)? {
+            data.extend(v);
+        }
+        progress.advance(chunk.len() as u64);
+    }
+    progress.finish();
+    Ok(Vectors {
+        dim: embedder.dimension(),
+        data,
+    })
+}
+
+fn model_info(embedder: &dyn Embedder) -> ModelInfo {
+    ModelInfo {
+        id: embedder.model_id().to_string(),
+        dimension: embedder.dimension(),
+        checksum: embedder.checksum().to_string(),
+    }
+}
+
+/// Writes a snapshot of `docs`/`vectors` under `index_dir/snapshots/` and publishes it as
+/// `CURRENT`. Returns its id. The snapshot is complete and fsynced before `CURRENT` moves.
+pub fn write_snapshot(
+    index_dir: &Path,
+    docs: &[Document],
+    vectors: &Vectors,
+    counts: Counts,
+    source_freshness: SourceFreshness,
+    model: ModelInfo,
+    ontology_version: &str,
+) -> Result<String, IndexError> {
+    let snapshots = index_dir.join("snapshots");
+    fs::create_dir_all(&snapshots).map_err(|e| io_err(&snapshots, e))?;
+    let now = SystemTime::now();
+    let nanos = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let id = format!(
+        "{}-{:08x}",
+        format_rfc3339(now).replace([':', '-'], ""),
+        nanos ^ std::process::id()
+    );
+    let staging = snapshots.join(format!(".staging-{id}"));
+    fs::create_dir_all(staging.join(TANTIVY)).map_err(|e| io_err(&staging, e))?;
+
+    let doc_bytes = serde_json::to_vec(docs).map_err(|e| io_err(&staging, e))?;
+    write_file(&staging.join(DOCUMENTS), &doc_bytes)?;
+    write_file(&staging.join(VECTORS), &vectors.to_bytes())?;
+    lexical::build(&staging.join(TANTIVY), docs)?;
+    let dense_backend = dense::choose_backend(docs.len());
+    if dense_backend == Backend::Hnsw {
+        dense::build_hnsw(&staging, vectors)?;
+    }
+    let manifest = Manifest {
+        id: id.clone(),
+        built_at: format_rfc3339(now),
+        source_freshness,
+        model,
+        ontology_version: ontology_version.to_string(),
+        dense_backend,
+        counts,
+        files: checksums(&staging)?,
+    };
+    let manifest_bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| io_err(&staging, e))?;
+    write_file(&staging.join(MANIFEST), &manifest_bytes)?;
+    fsync_dir(&staging);
+
+    let final_dir = snapshots.join(&id);
+    fs::rename(&staging, &final_dir).map_err(|e| io_err(&final_dir, e))?;
+    fsync_dir(&snapshots);
+    let tmp = index_dir.join(format!(".CURRENT.{id}"));
+    write_file(&tmp, format!("{id}\n").as_bytes())?;
+    fs::rename(&tmp, index_dir.join("CURRENT")).map_err(|e| io_err(&index_dir.join("CURRENT"), e))?;
+    fsync_dir(index_dir);
+    prune(&snapshots, &id);
+    Ok(id)
+}
+
+/// Removes staging leftovers of crashed builds and all but the newest few snapshots.
+fn prune(snapshots: &Path, current: &str) {
+    let Ok(entries) = fs::read_dir(snapshots) else {
+        return;
+    };
+    let mut finished: Vec<String> = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with(".staging-") {
+            if !name.ends_with(current) {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        } else if name != current {
+            finished.push(name);
+        }
+    }
+    finished.sort();
+    let excess = finished.len().saturating_sub(KEEP_PREVIOUS);
+    for name in finished.into_iter().take(excess) {
+        let _ = fs::remove_dir_all(snapshots.join(name));
+    }
+}
+
+/// Builds a snapshot from the catalog and publishes it. Returns the manifest.
+pub fn build(
+    index_dir: &Path,
+    ontology: &Ontology,
+    source: &dyn CatalogSource,
+    embedder: &dyn Embedder,
+    progress: &dyn Progress,
+) -> Result<Manifest, IndexError> {
+    let (docs, counts) = collect_documents(ontology, source)?;
+    let vectors = embed_documents(embedder, &docs, progress)?;
+    let id = write_snapshot(
+        index_dir,
+        &docs,
+        &vectors,
+        counts,
+        source.freshness(),
+        model_info(embedder),
+        &ontology.version,
+    )?;
+    read_manifest(&index_dir.join("snapshots").join(id))
+}
+
+fn read_manifest(dir: &Path) -> Result<Manifest, IndexError> {
+    let path = dir.join(MANIFEST);
+    let bytes = fs::read(&path).map_err(|e| IndexError::Corrupt {
+        file: path.display().to_string(),
+        problem: e.to_string(),
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupt {
+        file: path.display().to_string(),
+        problem: e.to_string(),
+    })
+}
+
+/// The id `CURRENT` points at.
+pub fn current_id(index_dir: &Path) -> Result<String, IndexError> {
+    let path = index_dir.join("CURRENT");
+    let text = fs::read_to_string(&path).map_err(|_| IndexError::NoSnapshot {
+        dir: index_dir.display().to_string(),
+    })?;
+    let id = text.trim().to_string();
+    let safe = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == 'T' || c == 'Z');
+    if !safe {
+        return Err(IndexError::Corrupt {
+            file: path.display().to_string(),
+            problem: format!("'{id}' is not a snapshot id"),
+        });
+    }
+    Ok(id)
+}
+
+/// Loads the snapshot `CURRENT` names, verifying model and checksums.
+pub fn load_current(index_dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError> {
+    let id = current_id(index_dir)?;
+    load(&index_dir.join("snapshots").join(id), embedder)
+}
+
+/// Loads one snapshot directory, verifying model and checksums.
+pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError> {
+    let manifest = read_manifest(dir)?;
+    let running = model_info(embedder);
+    if manifest.model != running {
+        return Err(IndexError::ModelMismatch {
+            id: manifest.id.clone(),
+            built: format!("{} ({} dims, sha256 {})", manifest.model.id, manifest.model.dimension, manifest.model.checksum),
+            running: format!("{} ({} dims, sha256 {})", running.id, running.dimension, running.checksum),
+        });
+    }
+    let actual = checksums(dir)?;
+    for (file, expected) in &manifest.files {
+        match actual.get(file) {
+            Some(sum) if sum == expected => {}
+            Some(_) => {
+                return Err(IndexError::Corrupt {
+                    file: dir.join(file).display().to_string(),
+                    problem: "sha256 differs from the manifest".into(),
+                })
+            }
+            None => {
+                return Err(IndexError::Corrupt {
+                    file: dir.join(file).display().to_string(),
+                    problem: "missing".into(),
+                })
+            }
+        }
+    }
+    if let Some(extra) = actual.keys().find(|f| !manifest.files.contains_key(*f)) {
+        return Err(IndexError::Corrupt {
+            file: dir.join(extra).display().to_string(),
+            problem: "not listed in the manifest".into(),
+        });
+    }
+    let doc_path = dir.join(DOCUMENTS);
+    let docs: Vec<Document> = serde_json::from_slice(&fs::read(&doc_path).map_err(|e| io_err(&doc_path, e))?)
+        .map_err(|e| IndexError::Corrupt {
+            file: doc_path.display().to_string(),
+            problem: e.to_string(),
+        })?;
+    let vec_path = dir.join(VECTORS);
+    let vectors = Vectors::from_bytes(
+        &fs::read(&vec_path).map_err(|e| io_err(&vec_path, e))?,
+        manifest.model.dimension,
+        &vec_path.display().to_string(),
+    )?;
+    if vectors.len() != docs.len() {
+        return Err(IndexError::Corrupt {
+            file: vec_path.display().to_string(),
+            problem: format!("{} vectors for {} documents", vectors.len(), docs.len()),
+        });
+    }
+    let lexical = lexical::Lexical::open(&dir.join(TANTIVY))?;
+    if lexical.num_docs() != docs.len() as u64 {
+        return Err(IndexError::Corrupt {
+            file: dir.join(TANTIVY).display().to_string(),
+            problem: format!("{} indexed documents for {} documents", lexical.num_docs(), docs.len()),
+        });
+    }
+    let dense = match manifest.dense_backend {
+        Backend::Exact => Dense::exact(vectors),
+        Backend::Hnsw => Dense::with_hnsw(vectors, dir)?,
+    };
+    let mut domains: Vec<String> = docs.iter().filter_map(|d| d.domain.clone()).collect();
+    domains.sort();
+    domains.dedup();
+    Ok(Snapshot {
+        manifest,
+        domains,
+        docs,
+        lexical,
+        dense,
+        queries_run: AtomicU64::new(0),
+        searched: Mutex::new(Default::default()),
+    })
+}
+
+/// Kinds present in a document list (for checks).
+pub fn kinds_of(docs: &[Document]) -> Vec<Kind> {
+    let mut k: Vec<Kind> = docs.iter().map(|d| d.kind).collect();
+    k.sort();
+    k.dedup();
+    k
+}
+
+/// The state of the served snapshot, for `/readyz` and metrics.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SnapshotStatus {
+    pub loaded: bool,
+    pub snapshot_id: Option<String>,
+    pub built_at: Option<String>,
+    pub swaps: u64,
+    pub rebuilds_ok: u64,
+    pub rebuilds_failed: u64,
+    /// The last failed load or rebuild, if it was not followed by a success.
+    pub last_error: Option<String>,
+}
+
+/// The snapshot currently served; cheap to clone. `current()` hands out an `Arc`, so a request
+/// keeps its snapshot even if a swap happens mid-request.
+#[derive(Clone, Default)]
+pub struct SnapshotHandle {
+    current: Arc<ArcSwapOption<Snapshot>>,
+    status: Arc<Mutex<SnapshotStatus>>,
+}
+
+impl SnapshotHandle {
+    pub fn new() -> SnapshotHandle {
+        SnapshotHandle::default()
+    }
+
+    pub fn current(&self) -> Option<Arc<Snapshot>> {
+        self.current.load_full()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SnapshotStatus> {
+        self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Serves `snapshot` from now on.
+    pub fn swap(&self, snapshot: Snapshot) {
+        let mut st = self.lock();
+        st.loaded = true;
+        st.snapshot_id = Some(snapshot.manifest.id.clone());
+        st.built_at = Some(snapshot.manifest.built_at.clone());
+        st.swaps += 1;
+        st.last_error = None;
+        self.current.store(Some(Arc::new(snapshot)));
+    }
+
+    /// Records a failed load or rebuild; the previous snapshot keeps serving.
+    pub fn record_failure(&self, error: &str) {
+        let mut st = self.lock();
+        st.rebuilds_failed += 1;
+        st.last_error = Some(error.to_string());
+    }
+
+    pub fn record_rebuild_ok(&self) {
+        self.lock().rebuilds_ok += 1;
+    }
+
+    pub fn status(&self) -> SnapshotStatus {
+        self.lock().clone()
+    }
+}

@@ -1,0 +1,366 @@
+//! Hybrid precedent retrieval over a snapshot: BM25 and dense candidates within the caller's
+//! scope, fused by weighted reciprocal rank, dense-only candidates below the calibrated
+//! similarity floor dropped, a total order `score desc, id asc`, and pages addressed by a
+//! cursor tied to the snapshot and the request. On an empty result: suggestions derived from
+//! the caller's own words, never searched.
+//!
+//! Retrieval only ever returns documents of the snapshot (the closed set); it never
+//! generates a value.
+
+use std::collections::HashMap;
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::embed::Embedder;
+use crate::index::documents::Kind;
+use crate::index::lexical::{parse_query, scope_term};
+use crate::index::Snapshot;
+
+/// Candidates taken from each side before fusion.
+pub const CANDIDATES: usize = 100;
+
+/// Which sides run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Hybrid,
+    Bm25,
+    Dense,
+}
+
+/// Fusion and floor parameters (calibrated on the calibration split of the query set).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// Reciprocal-rank constant.
+    pub rrf_k: f64,
+    pub lexical_weight: f64,
+    pub dense_weight: f64,
+    /// Dense-only candidates below this cosine similarity are not matches.
+    pub min_similarity: f32,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            rrf_k: 60.0,
+            lexical_weight: 1.0,
+            dense_weight: 1.0,
+            min_similarity: 0.40,
+        }
+    }
+}
+
+/// How an entry was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchType {
+    Lexical,
+    Semantic,
+    Both,
+}
+
+/// One fused hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub ord: u32,
+    pub score: f64,
+    pub bm25_rank: Option<u32>,
+    pub dense_rank: Option<u32>,
+    pub similarity: Option<f32>,
+    pub match_type: MatchType,
+}
+
+/// What to search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query<'a> {
+    pub description: &'a str,
+    /// Resolved domains (never empty by accident: the caller resolves the default).
+    pub domains: &'a [String],
+    pub kinds: &'a [Kind],
+    pub mode: Mode,
+}
+
+/// Retrieval failures.
+#[derive(Debug, thiserror::Error)]
+pub enum RetrievalError {
+    #[error("embedding the description failed: {0}")]
+    Embed(#[from] crate::embed::EmbedError),
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexError),
+}
+
+/// Runs one search: exactly one lexical and/or one dense query with the caller's unchanged
+/// description. Returns every fused hit in total order.
+pub fn search(
+    snapshot: &Snapshot,
+    embedder: &dyn Embedder,
+    params: &Params,
+    q: &Query<'_>,
+) -> Result<Vec<Hit>, RetrievalError> {
+    snapshot.record_query(q.description);
+    let mut scopes: Vec<String> = Vec::new();
+    if q.kinds.contains(&Kind::Column) {
+        scopes.extend(q.domains.iter().map(|d| format!("domain:{d}")));
+    }
+    if q.kinds.contains(&Kind::OntologyValue) {
+        scopes.push("ontology".to_string());
+    }
+    if scopes.is_empty() {
+        return Ok(Vec::new());
+    }
+
+    let lexical = if q.mode != Mode::Dense {
+        snapshot.count_query();
+        snapshot
+            .lexical
+            .search(&parse_query(q.description), &scopes, CANDIDATES)?
+    } else {
+        Vec::new()
+    };
+
+    let dense = if q.mode != Mode::Bm25 {
+        snapshot.count_query();
+        let vector = embedder.embed_query(q.description)?;
+        let allowed_mask: Vec<bool> = snapshot
+            .docs
+            .iter()
+            .map(|d| scopes.contains(&scope_term(d)))
+            .collect();
+        let allowed_count = allowed_mask.iter().filter(|a| **a).count();
+        let allowed = |ord: u32| allowed_mask.get(ord as usize).copied().unwrap_or(false);
+        snapshot
+            .dense
+            .search(&vector, CANDIDATES, &allowed, allowed_count)
+    } else {
+        Vec::new()
+    };
+
+    Ok(fuse(snapshot, params, &lexical, &dense))
+}
+
+/// Weighted reciprocal-rank fusion; dense-only candidates below the floor are dropped.
+pub fn fuse(
+    snapshot: &Snapshot,
+    params: &Params,
+    lexical: &[(u32, f32)],
+    dense: &[(u32, f32)],
+) -> Vec<Hit> {
+    let mut hits: HashMap<u32, Hit> = HashMap::new();
+    for (rank, (ord, _)) in lexical.iter().enumerate() {
+        let r = rank as u32 + 1;
+        hits.insert(
+            *ord,
+            Hit {
+                ord: *ord,
+                score: params.lexical_weight / (params.rrf_k + r as f64),
+                bm25_rank: Some(r),
+                dense_rank: None,
+                similarity: None,
+                match_type: MatchType::Lexical,
+            },
+        );
+    }
+    for (rank, (ord, sim)) in dense.iter().enumerate() {
+        let r = rank as u32 + 1;
+        let add = params.dense_weight / (params.rrf_k + r as f64);
+        match hits.get_mut(ord) {
+            Some(h) => {
+                h.score += add;
+                h.dense_rank = Some(r);
+                h.similarity = Some(*sim);
+                h.match_type = MatchType::Both;
+            }
+            None if *sim >= params.min_similarity => {
+                hits.insert(
+                    *ord,
+                    Hit {
+                        ord: *ord,
+                        score: add,
+                        bm25_rank: None,
+                        dense_rank: Some(r),
+                        similarity: Some(*sim),
+                        match_type: MatchType::Semantic,
+                    },
+                );
+            }
+            None => {}
+        }
+    }
+    let mut out: Vec<Hit> = hits.into_values().collect();
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| snapshot.doc(a.ord).id.cmp(&snapshot.doc(b.ord).id))
+    });
+    out
+}
+
+/// The best dense similarity among the allowed documents, for the empty-result hint.
+pub fn best_similarity(dense: &[(u32, f32)]) -> Option<(u32, f32)> {
+    dense.first().copied()
+}
+
+/// A page position tied to a snapshot and a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    pub snapshot: String,
+    pub offset: usize,
+    pub request: String,
+}
+
+/// Why a cursor was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CursorError {
+    #[error("the cursor is not one govcat issued (it does not decode); start again without a cursor")]
+    Malformed,
+    #[error("the cursor belongs to snapshot {cursor} but snapshot {current} is being served; repeat the search without a cursor to page the current snapshot")]
+    OtherSnapshot { cursor: String, current: String },
+    #[error("the cursor belongs to a different request (description, domains, kinds or mode changed); repeat the search without a cursor")]
+    OtherRequest,
+}
+
+impl Cursor {
+    pub fn encode(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+    }
+
+    pub fn decode(s: &str) -> Result<Cursor, CursorError> {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(s.trim())
+            .map_err(|_| CursorError::Malformed)?;
+        serde_json::from_slice(&bytes).map_err(|_| CursorError::Malformed)
+    }
+
+    /// Checks the cursor against the served snapshot and this request.
+    pub fn check(&self, snapshot: &str, request: &str) -> Result<(), CursorError> {
+        if self.snapshot != snapshot {
+            return Err(CursorError::OtherSnapshot {
+                cursor: self.snapshot.clone(),
+                current: snapshot.to_string(),
+            });
+        }
+        if self.request != request {
+            return Err(CursorError::OtherRequest);
+        }
+        Ok(())
+    }
+}
+
+/// A short digest identifying what a request searched (so a cursor cannot be replayed on
+/// another description or a wider scope).
+pub fn request_digest(q: &Query<'_>, min_similarity: f32) -> String {
+    let canonical = serde_json::json!({
+        "description": q.description,
+        "domains": q.domains,
+        "kinds": q.kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        "mode": q.mode,
+        "min_similarity": min_similarity,
+    });
+    let digest = Sha256::digest(canonical.to_string().as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Suggestions derived from the caller's own words (never searched): for each word of four
+/// or more letters, compound parts split at a German linking `s`, then `*` prefixes from
+/// longest to shortest; parts shorter than four characters are dropped; broadest last.
+pub fn suggestions(description: &str) -> Vec<String> {
+    let mut specific: Vec<String> = Vec::new();
+    let mut broad: Vec<(usize, String)> = Vec::new();
+    let words: Vec<String> = crate::index::text::words(description)
+        .into_iter()
+        .filter(|w| w.chars().count() >= 4)
+        .collect();
+    if words.len() > 1 {
+        for w in &words {
+            specific.push(w.clone());
+        }
+    }
+    for w in &words {
+        let chars: Vec<char> = w.chars().collect();
+        let n = chars.len();
+        // Compound parts at an 's': a linking 's' after -ung/-heit/-keit/-ion/-tät/-schaft
+        // (Versicherungs|nehmer) is dropped, otherwise it starts the next part (Quellen|steuer).
+        for i in 4..n.saturating_sub(4) {
+            if chars[i] == 's' {
+                let left: String = chars[..i].iter().collect();
+                let linking = ["ung", "heit", "keit", "ion", "tat", "schaft"]
+                    .iter()
+                    .any(|e| left.ends_with(e));
+                let right: String = if linking {
+                    chars[i + 1..].iter().collect()
+                } else {
+                    chars[i..].iter().collect()
+                };
+                if left.chars().count() >= 4 && right.chars().count() >= 4 {
+                    specific.push(left);
+                    specific.push(right);
+                }
+            }
+        }
+        // Prefixes: three quarters, then half of the word.
+        for len in [n * 3 / 4, n / 2] {
+            if len >= 4 && len < n {
+                let p: String = chars[..len].iter().collect();
+                broad.push((len, format!("{p}*")));
+            }
+        }
+    }
+    broad.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut out: Vec<String> = Vec::new();
+    for s in specific.into_iter().chain(broad.into_iter().map(|(_, s)| s)) {
+        if !out.contains(&s) && s.trim_end_matches('*') != description.trim().to_lowercase() {
+            out.push(s);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_round_trips_and_is_checked() {
+        let c = Cursor {
+            snapshot: "s1".into(),
+            offset: 20,
+            request: "abcd".into(),
+        };
+        let back = Cursor::decode(&c.encode()).unwrap();
+        assert_eq!(back, c);
+        assert_eq!(back.check("s1", "abcd"), Ok(()));
+        assert!(matches!(
+            back.check("s2", "abcd"),
+            Err(CursorError::OtherSnapshot { .. })
+        ));
+        assert_eq!(back.check("s1", "zzzz"), Err(CursorError::OtherRequest));
+        assert_eq!(Cursor::decode("not a cursor!"), Err(CursorError::Malformed));
+    }
+
+    #[test]
+    fn suggestions_come_from_the_term_with_the_broadest_last() {
+        let s = suggestions("Quellensteuerverordnung");
+        assert_eq!(
+            s,
+            vec![
+                "quellen".to_string(),
+                "teuerverordnung".to_string(),
+                "quellensteuerverord*".to_string(),
+                "quellensteuer*".to_string(),
+                "quellensteuerverordnung*".to_string(),
+            ]
+            .into_iter()
+            .filter(|x| x != "quellensteuerverordnung*")
+            .collect::<Vec<_>>()
+        );
+        assert!(s.iter().all(|x| x.trim_end_matches('*').chars().count() >= 4));
+    }
+
+    #[test]
+    fn short_words_yield_no_suggestions() {
+        assert!(suggestions("eu id").is_empty());
+    }
+}

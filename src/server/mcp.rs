@@ -1,0 +1,765 @@
+//! The MCP adapter (rmcp): tools from `tools::specs()`, the ontology resource, the dataset
+//! resource template, completion of `domain` and `table`, served over Streamable HTTP (nested at
+//! `/mcp` by `rest::app`) and over stdio.
+//!
+//! Mapping, one rule each:
+//! - a tool result is `structuredContent` plus a text block with the same JSON;
+//! - a tool failure is a result with `isError: true` and the error object — never a protocol
+//!   error (only an unknown tool name is one, as the MCP spec asks);
+//! - an `input_required` ask is, on protocol 2026-07-28, an MRTR `InputRequiredResult` with one
+//!   form elicitation (an `enum` per missing key); the retry's answers are merged into the
+//!   `tags` argument. Older protocols cannot carry the ask, so it becomes a tool error listing
+//!   the missing keys and their allowed values.
+//!
+//! Lists carry honest cache hints: the tool list and the template list are fixed for the life of
+//! the process (public, [`TOOL_LIST_TTL_MS`]); the ontology is public with the short floor;
+//! datasets are private with the source's `ttlMs`.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+    CompleteResult, CompletionInfo, ElicitRequest, ElicitRequestParams, ElicitationSchema,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::rest::TOOL_LIST_TTL_MS;
+use super::{call_tool, AppState, ServerError};
+use crate::catalog::{CatalogError, Domain};
+use crate::ontology::OntologyError;
+use crate::tools::{self, Caller, InputRequired, Outcome, ToolError, TTL_FLOOR};
+
+/// The ontology as a fixed resource.
+pub const ONTOLOGY_URI: &str = "govcat://ontology/lf-tags";
+/// One dataset (a live `get_dataset` read) as a resource template.
+pub const DATASET_TEMPLATE: &str = "govcat://domain/{domain}/dataset/{table}";
+/// The key of the one input request an `input_required` ask carries.
+pub const ASK_KEY: &str = "missing_tags";
+/// The tool argument the answers to an ask are merged into.
+pub const ASK_ARGUMENT: &str = "tags";
+/// The header a load balancer may route on (`Mcp-Param-Domain`), set on `domain` arguments.
+pub const DOMAIN_HEADER: &str = "Domain";
+/// The template arguments completion answers for.
+pub const COMPLETABLE: [&str; 2] = ["domain", "table"];
+/// Most completion values returned at once (the MCP limit).
+pub const MAX_COMPLETIONS: usize = CompletionInfo::MAX_VALUES;
+
+const INSTRUCTIONS: &str = "govcat answers questions about the datasets of a governed catalog \
+(owners, schemas, column classifications, LF-tag grants) from the catalog itself, never from \
+memory and never from the rows. Tag values come from a closed ontology (resource \
+govcat://ontology/lf-tags). Before acting on a classification, read the dataset live with \
+get_dataset.";
+
+/// The MCP server of one `AppState`; cheap to clone (one per HTTP request or session).
+#[derive(Clone)]
+pub struct GovcatMcp {
+    state: Arc<AppState>,
+}
+
+impl GovcatMcp {
+    pub fn new(state: Arc<AppState>) -> GovcatMcp {
+        GovcatMcp { state }
+    }
+
+    /// The caller: from the HTTP request's extensions (set by auth), else the fallback caller
+    /// of the server (`--auth none`: local; stdio: `GOVCAT_SCOPES`).
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
+        match ctx.extensions.get::<axum::http::request::Parts>() {
+            Some(parts) => self.state.caller_from(&parts.extensions),
+            None => self.state.fallback_caller.clone(),
+        }
+    }
+}
+
+/// rmcp's Streamable HTTP service for `/mcp`: Host and Origin validation on (the server's
+/// [`HostPolicy`](super::HostPolicy)), sessions for 2025-era clients, stateless 2026-07-28.
+pub fn service(
+    state: Arc<AppState>,
+    cancel: CancellationToken,
+) -> StreamableHttpService<GovcatMcp, LocalSessionManager> {
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(state.hosts.rmcp_hosts())
+        .with_allowed_origins(state.hosts.rmcp_origins())
+        .enforce_origin_validation()
+        .with_cancellation_token(cancel);
+    StreamableHttpService::new(
+        move || Ok(GovcatMcp::new(state.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+/// Serves MCP on stdin/stdout until the client closes the stream.
+pub async fn serve_stdio(state: Arc<AppState>) -> Result<(), ServerError> {
+    let running = GovcatMcp::new(state)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| {
+            ServerError::runtime(
+                "mcp-stdio",
+                e,
+                "start govcat mcp-stdio from an MCP client, which speaks first",
+            )
+        })?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServerError::runtime("mcp-stdio", e, "restart the MCP client"))?;
+    Ok(())
+}
+
+/// The MCP form of a tool's input schema: the shared schema with `domain` marked
+/// `x-mcp-header: Domain`. The header rule needs a plain `string` property, so a `$ref` to a
+/// string definition is inlined and an optional domain (`anyOf [string, null]`) becomes a
+/// string that may be omitted (an omitted domain sends no header).
+pub fn mcp_input_schema(schema: &Value) -> JsonObject {
+    let mut obj = schema.as_object().cloned().unwrap_or_default();
+    let defs = obj
+        .get("$defs")
+        .or_else(|| obj.get("definitions"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        if let Some(Value::Object(domain)) = props.get("domain") {
+            if let Some(mut plain) = as_string_schema(domain, &defs) {
+                plain.insert("x-mcp-header".into(), Value::String(DOMAIN_HEADER.into()));
+                props.insert("domain".into(), Value::Object(plain));
+            }
+        }
+    }
+    obj
+}
+
+/// `prop` as an inline `{"type": "string", ...}` schema, if it admits only strings (and null).
+fn as_string_schema(prop: &JsonObject, defs: &JsonObject) -> Option<JsonObject> {
+    let mut out = prop.clone();
+    if out.get("default") == Some(&Value::Null) {
+        out.remove("default");
+    }
+    if let Some(reference) = out.remove("$ref") {
+        let name = reference.as_str()?.rsplit('/').next()?;
+        for (k, v) in defs.get(name)?.as_object()? {
+            out.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    if let Some(Value::Array(alternatives)) = out.remove("anyOf") {
+        let mut non_null = alternatives
+            .iter()
+            .filter(|a| a.get("type") != Some(&Value::String("null".into())));
+        let only = non_null.next()?.as_object()?;
+        if non_null.next().is_some() {
+            return None;
+        }
+        for (k, v) in as_string_schema(only, defs)? {
+            out.entry(k).or_insert(v);
+        }
+    }
+    (out.get("type").and_then(Value::as_str) == Some("string")).then_some(out)
+}
+
+/// Every tool as MCP lists it, built once from `tools::specs()`.
+pub fn mcp_tools() -> &'static [Tool] {
+    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        tools::specs()
+            .iter()
+            .map(|s| {
+                let output = s.output_schema.as_object().cloned().unwrap_or_default();
+                Tool::new(s.name, s.description, mcp_input_schema(&s.input_schema))
+                    .with_title(s.title)
+                    .with_raw_output_schema(Arc::new(output))
+                    .with_annotations(
+                        ToolAnnotations::with_title(s.title)
+                            .read_only(true)
+                            .destructive(false)
+                            .idempotent(true)
+                            .open_world(false),
+                    )
+            })
+            .collect()
+    })
+}
+
+fn is_2026_or_later(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+fn tool_error(e: &ToolError) -> CallToolResult {
+    CallToolResult::structured_error(e.to_json())
+}
+
+/// The MRTR form of an ask: one form elicitation with an `enum` of allowed values per key.
+pub fn ask_result(ask: &InputRequired) -> Result<InputRequiredResult, McpError> {
+    let mut properties = Map::new();
+    for m in &ask.missing {
+        properties.insert(
+            m.key.0.clone(),
+            json!({
+                "type": "string",
+                "title": m.key.0,
+                "description": m.description,
+                "enum": m.allowed,
+            }),
+        );
+    }
+    let required: Vec<&str> = ask.missing.iter().map(|m| m.key.0.as_str()).collect();
+    let schema: ElicitationSchema = serde_json::from_value(json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+    }))
+    .map_err(|e| {
+        McpError::internal_error(
+            format!("the input request for {required:?} could not be built ({e}); report this to the govcat maintainers"),
+            None,
+        )
+    })?;
+    let request = InputRequest::Elicitation(ElicitRequest::new(
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: ask.message.clone(),
+            requested_schema: schema,
+        },
+    ));
+    Ok(InputRequiredResult::from_input_requests(
+        InputRequests::from([(ASK_KEY.to_string(), request)]),
+    ))
+}
+
+/// The ask as a tool error, for clients whose protocol cannot carry `input_required`.
+pub fn ask_as_error(ask: &InputRequired, protocol: &str) -> ToolError {
+    ToolError::new(
+        "InputRequired",
+        format!(
+            "{}; protocol {protocol} cannot carry an input request, so call again with every key set to one of its allowed values (listed in `missing`)",
+            ask.message
+        ),
+    )
+    .with("missing", &ask.missing)
+}
+
+/// What the client answered to an ask.
+#[derive(Debug, PartialEq)]
+pub enum Answer {
+    /// The answers were merged into the arguments.
+    Accepted,
+    /// The client declined or cancelled (`action`).
+    Refused(String),
+}
+
+/// Merges the answers of a retry into `args.tags`. A key answered with a value other than the
+/// one already given is a conflict, not an override.
+pub fn merge_answers(
+    args: &mut Map<String, Value>,
+    responses: &InputResponses,
+) -> Result<Answer, ToolError> {
+    let response = responses.get(ASK_KEY).ok_or_else(|| {
+        ToolError::new(
+            "InvalidArguments",
+            format!(
+                "the retry carries no answer under '{ASK_KEY}' (it has: {}); answer the input request, or call again with every tag key set",
+                responses.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )
+    })?;
+    let action = response
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or("(none)");
+    if action != "accept" {
+        return Ok(Answer::Refused(action.to_string()));
+    }
+    let content = response
+        .get("content")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            ToolError::new(
+                "InvalidArguments",
+                "the accepted answer has no `content` object; answer each missing key with one of its allowed values",
+            )
+        })?;
+    let tags = args
+        .entry(ASK_ARGUMENT)
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(tags) = tags else {
+        return Err(ToolError::new(
+            "InvalidArguments",
+            format!(
+                "argument '{ASK_ARGUMENT}' is not an object; give it as {{\"key\": \"value\"}}"
+            ),
+        ));
+    };
+    for (key, value) in content {
+        let Some(value) = value.as_str() else {
+            return Err(ToolError::new(
+                "InvalidArguments",
+                format!("the answer for '{key}' is {value}, not a string; answer with one of the key's allowed values"),
+            )
+            .with("key", key));
+        };
+        match tags.get(key).and_then(Value::as_str) {
+            Some(given) if given != value => {
+                return Err(OntologyError::ConflictingValues {
+                    key: key.clone(),
+                    values: vec![given.to_string(), value.to_string()],
+                }
+                .into())
+            }
+            _ => {
+                tags.insert(key.clone(), Value::String(value.to_string()));
+            }
+        }
+    }
+    Ok(Answer::Accepted)
+}
+
+/// A dataset URI's domain and table, if `uri` is one.
+pub fn parse_dataset_uri(uri: &str) -> Option<(String, String)> {
+    let rest = uri.strip_prefix("govcat://domain/")?;
+    let (domain, table) = rest.split_once("/dataset/")?;
+    let ok = |s: &str| !s.is_empty() && !s.contains('/');
+    (ok(domain) && ok(table)).then(|| (domain.to_string(), table.to_string()))
+}
+
+fn read_error(uri: &str, e: &ToolError) -> McpError {
+    let data = Some(e.to_json());
+    let message = format!("{uri}: {}", e.message);
+    match e.kind.as_str() {
+        "DomainNotFound" | "DatasetNotFound" => McpError::resource_not_found(message, data),
+        "InvalidArguments" | "InsufficientScope" => McpError::invalid_params(message, data),
+        _ => McpError::internal_error(message, data),
+    }
+}
+
+/// Completion values for one template argument, from the source, scoped to the caller.
+fn completion_values(
+    state: &AppState,
+    caller: &Caller,
+    argument: &str,
+    domain_hint: Option<&str>,
+) -> Result<Vec<String>, ToolError> {
+    let ctx = state.context();
+    let readable_domains = || -> Result<Vec<Domain>, ToolError> {
+        Ok(ctx
+            .source
+            .list_domains(caller)?
+            .into_iter()
+            .map(|d| d.name)
+            .filter(|d| caller.may_read(d))
+            .collect())
+    };
+    match argument {
+        "domain" => Ok(readable_domains()?.into_iter().map(|d| d.0).collect()),
+        "table" => {
+            let domains = match domain_hint {
+                Some(d) => vec![Domain(d.to_string())],
+                None => readable_domains()?,
+            };
+            let mut tables = BTreeSet::new();
+            for d in domains.iter().filter(|d| caller.may_read(d)) {
+                match ctx.source.list_tables(caller, d) {
+                    Ok(ts) => tables.extend(ts.into_iter().map(|t| t.0)),
+                    // A domain typed so far that is not in the catalog completes to nothing.
+                    Err(CatalogError::DomainNotFound { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(tables.into_iter().collect())
+        }
+        other => Err(ToolError::new(
+            "InvalidArguments",
+            format!("the template {DATASET_TEMPLATE} has no argument '{other}'; complete one of {COMPLETABLE:?}"),
+        )),
+    }
+}
+
+/// Keeps the values starting with `prefix` (case-insensitive), sorted, at most
+/// [`MAX_COMPLETIONS`].
+pub fn completion_info(mut values: Vec<String>, prefix: &str) -> CompletionInfo {
+    let prefix = prefix.to_lowercase();
+    values.retain(|v| v.to_lowercase().starts_with(&prefix));
+    values.sort();
+    values.dedup();
+    let total = values.len();
+    values.truncate(MAX_COMPLETIONS);
+    let mut info = CompletionInfo::default();
+    info.values = values;
+    info.total = Some(u32::try_from(total).unwrap_or(u32::MAX));
+    info.has_more = Some(total > MAX_COMPLETIONS);
+    info
+}
+
+impl ServerHandler for GovcatMcp {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_completions()
+                .build(),
+        );
+        info.server_info = Implementation::new("govcat", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(INSTRUCTIONS.into());
+        info
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        mcp_tools().iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(mcp_tools().to_vec())
+            .with_ttl_ms(TOOL_LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        if tools::spec(&name).is_none() {
+            let known: Vec<&str> = tools::specs().iter().map(|s| s.name).collect();
+            return Err(McpError::invalid_params(
+                format!("unknown tool '{name}'; tools: {}", known.join(", ")),
+                Some(json!({"error": "UnknownTool", "tool": name, "tools": known})),
+            ));
+        }
+        let caller = self.caller(&ctx);
+        let mut args = request.arguments.unwrap_or_default();
+        let mut refused = None;
+        if let Some(responses) = &request.input_responses {
+            match merge_answers(&mut args, responses) {
+                Ok(Answer::Accepted) => {}
+                Ok(Answer::Refused(action)) => refused = Some(action),
+                Err(e) => return Ok(tool_error(&e).into()),
+            }
+        }
+        let outcome = call_tool(&self.state, "mcp", caller, &name, Value::Object(args)).await;
+        Ok(match outcome {
+            Outcome::Ok(value) => CallToolResult::structured(value).into(),
+            Outcome::Err(e) => tool_error(&e).into(),
+            Outcome::InputRequired(ask) => match refused {
+                Some(action) => tool_error(
+                    &ToolError::new(
+                        "InputDeclined",
+                        format!(
+                            "the input request was answered with '{action}', so {}; call again with every key set",
+                            ask.message
+                        ),
+                    )
+                    .with("missing", &ask.missing),
+                )
+                .into(),
+                None if is_2026_or_later(&ctx) => ask_result(&ask)?.into(),
+                None => {
+                    let protocol = ctx
+                        .protocol_version()
+                        .map_or_else(|| "(unknown)".to_string(), |v| v.as_str().to_string());
+                    tool_error(&ask_as_error(&ask, &protocol)).into()
+                }
+            },
+        })
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let ontology = Resource::new(ONTOLOGY_URI, "lf-tags")
+            .with_title("LF-tag ontology")
+            .with_description(
+                "The closed tag vocabulary (5 keys, 21 values) with what each value means and implies; owned by governance.",
+            )
+            .with_mime_type("application/json");
+        // The list itself never changes while the process runs; the ontology's content is
+        // re-read at each `resources/read`.
+        Ok(ListResourcesResult::with_all_items(vec![ontology])
+            .with_ttl_ms(TOOL_LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let template = ResourceTemplate::new(DATASET_TEMPLATE, "dataset")
+            .with_title("Dataset (live read)")
+            .with_description(
+                "One dataset read live from the catalog source: the get_dataset output (metadata, contract, columns with four-state LF-tags). Complete `domain`, then `table`.",
+            )
+            .with_mime_type("application/json");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![template])
+            .with_ttl_ms(TOOL_LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        if uri == ONTOLOGY_URI {
+            let context = self.state.context();
+            let text = serde_json::to_string_pretty(&context.ontology).map_err(|e| {
+                McpError::internal_error(format!("{uri}: the ontology could not be serialised ({e}); report this to the govcat maintainers"), None)
+            })?;
+            return Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(text, &uri).with_mime_type("application/json")
+            ])
+            .with_ttl_ms(TTL_FLOOR.as_millis() as u64)
+            .with_cache_scope(CacheScope::Public)
+            .into());
+        }
+        let Some((domain, table)) = parse_dataset_uri(&uri) else {
+            return Err(McpError::resource_not_found(
+                format!("no resource '{uri}'; resources are {ONTOLOGY_URI} and {DATASET_TEMPLATE}"),
+                Some(json!({"error": "UnknownResource", "uri": uri})),
+            ));
+        };
+        let caller = self.caller(&ctx);
+        let args = json!({"domain": domain, "table": table});
+        match call_tool(&self.state, "mcp", caller, "get_dataset", args).await {
+            Outcome::Ok(value) => {
+                let ttl = value.get("ttlMs").and_then(Value::as_u64).unwrap_or(0);
+                Ok(ReadResourceResult::new(vec![ResourceContents::text(
+                    value.to_string(),
+                    &uri,
+                )
+                .with_mime_type("application/json")])
+                .with_ttl_ms(ttl)
+                .with_cache_scope(CacheScope::Private)
+                .into())
+            }
+            Outcome::Err(e) => Err(read_error(&uri, &e)),
+            Outcome::InputRequired(ask) => Err(McpError::internal_error(
+                format!("{uri}: reading a dataset asked for input ({}); report this to the govcat maintainers", ask.message),
+                None,
+            )),
+        }
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        // Only the dataset template has completable arguments; anything else (a prompt, another
+        // template, another argument) completes to nothing rather than failing the request.
+        let is_template =
+            matches!(&request.r#ref, Reference::Resource(r) if r.uri == DATASET_TEMPLATE);
+        if !is_template || !COMPLETABLE.contains(&request.argument.name.as_str()) {
+            return Ok(CompleteResult::new(completion_info(Vec::new(), "")));
+        }
+        let caller = self.caller(&ctx);
+        let argument = request.argument.name.clone();
+        let prefix = request.argument.value.clone();
+        let domain_hint = request
+            .context
+            .as_ref()
+            .and_then(|c| c.get_argument("domain"))
+            .cloned();
+        let state = self.state.clone();
+        let values = tokio::task::spawn_blocking(move || {
+            completion_values(&state, &caller, &argument, domain_hint.as_deref())
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("completion stopped ({e}); retry"), None))?;
+        match values {
+            Ok(values) => Ok(CompleteResult::new(completion_info(values, &prefix))),
+            Err(e) if e.kind == "InvalidArguments" => Err(McpError::invalid_params(
+                e.message.clone(),
+                Some(e.to_json()),
+            )),
+            Err(e) => Err(McpError::internal_error(
+                e.message.clone(),
+                Some(e.to_json()),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ontology::{MissingKey, TagKey, TagValue};
+
+    #[test]
+    fn domain_arguments_carry_the_routing_header_and_nothing_else_does() {
+        for tool in mcp_tools() {
+            let Some(props) = tool
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+            else {
+                continue;
+            };
+            for (name, prop) in props {
+                if name == "domain" {
+                    assert_eq!(prop["type"], "string", "{}", tool.name);
+                    assert_eq!(prop["x-mcp-header"], "Domain", "{}", tool.name);
+                } else {
+                    assert_eq!(prop.get("x-mcp-header"), None, "{}.{name}", tool.name);
+                }
+            }
+        }
+        let get_dataset = mcp_tools()
+            .iter()
+            .find(|t| t.name == "get_dataset")
+            .unwrap();
+        assert_eq!(
+            Value::Object(
+                get_dataset.input_schema["properties"]["domain"]
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            ),
+            json!({
+                "description": "Domain name, e.g. `policy`.",
+                "type": "string",
+                "x-mcp-header": "Domain"
+            })
+        );
+    }
+
+    #[test]
+    fn an_optional_domain_becomes_an_omittable_string() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "domain": {"description": "Target domain.", "anyOf": [{"$ref": "#/$defs/Domain"}, {"type": "null"}], "default": null},
+                "domains": {"type": ["array", "null"], "items": {"$ref": "#/$defs/Domain"}}
+            },
+            "$defs": {"Domain": {"description": "A domain name.", "type": "string"}}
+        });
+        let out = mcp_input_schema(&schema);
+        assert_eq!(
+            out["properties"]["domain"],
+            json!({"description": "Target domain.", "type": "string", "x-mcp-header": "Domain"})
+        );
+        assert_eq!(
+            out["properties"]["domains"],
+            schema["properties"]["domains"]
+        );
+    }
+
+    fn ask() -> InputRequired {
+        InputRequired {
+            message: "the tag set lacks residency; give one value for each".into(),
+            missing: vec![MissingKey {
+                key: TagKey("residency".into()),
+                description: "where the data is stored".into(),
+                allowed: ["eu", "ch"].map(|v| TagValue(v.into())).to_vec(),
+            }],
+        }
+    }
+
+    #[test]
+    fn an_ask_becomes_one_form_elicitation_with_an_enum_per_missing_key() {
+        let result = serde_json::to_value(ask_result(&ask()).unwrap()).unwrap();
+        assert_eq!(
+            result,
+            json!({
+                "resultType": "input_required",
+                "inputRequests": {
+                    "missing_tags": {
+                        "method": "elicitation/create",
+                        "params": {
+                            "mode": "form",
+                            "message": "the tag set lacks residency; give one value for each",
+                            "requestedSchema": {
+                                "type": "object",
+                                "properties": {
+                                    "residency": {
+                                        "type": "string",
+                                        "title": "residency",
+                                        "description": "where the data is stored",
+                                        "enum": ["eu", "ch"]
+                                    }
+                                },
+                                "required": ["residency"]
+                            }
+                        }
+                    }
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn accepted_answers_fill_the_tags_and_a_different_value_is_a_conflict() {
+        let mut args = Map::new();
+        args.insert("tags".into(), json!({"sensitivity": "high"}));
+        let answers = InputResponses::from([(
+            ASK_KEY.to_string(),
+            json!({"action": "accept", "content": {"residency": "eu"}}),
+        )]);
+        assert_eq!(merge_answers(&mut args, &answers), Ok(Answer::Accepted));
+        assert_eq!(
+            args["tags"],
+            json!({"sensitivity": "high", "residency": "eu"})
+        );
+
+        let conflicting = InputResponses::from([(
+            ASK_KEY.to_string(),
+            json!({"action": "accept", "content": {"sensitivity": "public"}}),
+        )]);
+        let e = merge_answers(&mut args, &conflicting).unwrap_err();
+        assert_eq!(e.kind, "ConflictingTagValues");
+        assert_eq!(e.details["values"], json!(["high", "public"]));
+
+        let declined = InputResponses::from([(ASK_KEY.to_string(), json!({"action": "decline"}))]);
+        assert_eq!(
+            merge_answers(&mut args, &declined),
+            Ok(Answer::Refused("decline".into()))
+        );
+    }
+
+    #[test]
+    fn dataset_uris_parse_and_others_do_not() {
+        assert_eq!(
+            parse_dataset_uri("govcat://domain/policy/dataset/customer"),
+            Some(("policy".into(), "customer".into()))
+        );
+        assert_eq!(parse_dataset_uri("govcat://domain/policy/dataset/"), None);
+        assert_eq!(parse_dataset_uri("govcat://domain/a/b/dataset/c"), None);
+        assert_eq!(parse_dataset_uri(ONTOLOGY_URI), None);
+    }
+
+    #[test]
+    fn completion_filters_by_prefix_sorts_and_caps() {
+        let info = completion_info(
+            vec!["policy".into(), "payments".into(), "claims".into()],
+            "P",
+        );
+        assert_eq!(info.values, vec!["payments", "policy"]);
+        assert_eq!(info.total, Some(2));
+        assert_eq!(info.has_more, Some(false));
+        let many: Vec<String> = (0..150).map(|i| format!("t{i:03}")).collect();
+        let info = completion_info(many, "t");
+        assert_eq!(info.values.len(), 100);
+        assert_eq!(info.total, Some(150));
+        assert_eq!(info.has_more, Some(true));
+    }
+}

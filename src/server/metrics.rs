@@ -1,0 +1,337 @@
+//! Request metrics in the Prometheus text format (version 0.0.4), kept in memory: HTTP requests
+//! by route and status, tool calls by transport, tool and outcome, and latency histograms for
+//! both. A small hand-written registry: a handful of label sets, one mutex, no exporter crate.
+//!
+//! It never records an argument value or a caller identity: labels are route templates, tool
+//! names from the fixed tool list, and outcome kinds.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upper bounds (seconds) of the latency histogram buckets; `+Inf` is implicit.
+pub const LATENCY_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// How a tool call ended, as a metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CallOutcome {
+    Ok,
+    InputRequired,
+    Error,
+}
+
+impl CallOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::InputRequired => "input_required",
+            CallOutcome::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Histogram {
+    /// Count per bucket of `LATENCY_BUCKETS` (not cumulative), plus one for `+Inf`.
+    buckets: [u64; LATENCY_BUCKETS.len() + 1],
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn observe(&mut self, seconds: f64) {
+        let i = LATENCY_BUCKETS
+            .iter()
+            .position(|le| seconds <= *le)
+            .unwrap_or(LATENCY_BUCKETS.len());
+        self.buckets[i] += 1;
+        self.sum += seconds;
+        self.count += 1;
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let mut cumulative = 0;
+        for (i, le) in LATENCY_BUCKETS.iter().enumerate() {
+            cumulative += self.buckets[i];
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+        }
+        cumulative += self.buckets[LATENCY_BUCKETS.len()];
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {cumulative}");
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// (route, status) -> count.
+    http_requests: BTreeMap<(String, u16), u64>,
+    /// route -> latency.
+    http_latency: BTreeMap<String, Histogram>,
+    /// (transport, tool, outcome, error kind or "") -> count.
+    tool_calls: BTreeMap<(&'static str, String, CallOutcome, String), u64>,
+    /// (transport, tool) -> latency.
+    tool_latency: BTreeMap<(&'static str, String), Histogram>,
+}
+
+/// The process-wide metrics registry of one server.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+/// Values the server reads from its context at scrape time (see `server::gauges`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gauges {
+    /// Seconds since the process started serving.
+    pub uptime_seconds: f64,
+    /// Whether `/readyz` answers ready.
+    pub ready: bool,
+    /// The served snapshot; `None` when the context has no retrieval.
+    pub snapshot: Option<SnapshotGauge>,
+}
+
+/// The state of the snapshot handle.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SnapshotGauge {
+    pub loaded: bool,
+    pub id: Option<String>,
+    /// Seconds since the served snapshot was built.
+    pub age_seconds: Option<f64>,
+    pub swaps: u64,
+    pub rebuilds_ok: u64,
+    pub rebuilds_failed: u64,
+}
+
+impl Metrics {
+    pub fn record_http(&self, route: &str, status: u16, elapsed: Duration) {
+        let mut m = self.lock();
+        *m.http_requests
+            .entry((route.to_string(), status))
+            .or_default() += 1;
+        m.http_latency
+            .entry(route.to_string())
+            .or_default()
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records one tool call. `error_kind` is the `error` field of a failed call.
+    pub fn record_tool(
+        &self,
+        transport: &'static str,
+        tool: &str,
+        outcome: CallOutcome,
+        error_kind: Option<&str>,
+        elapsed: Duration,
+    ) {
+        let mut m = self.lock();
+        *m.tool_calls
+            .entry((
+                transport,
+                tool.to_string(),
+                outcome,
+                error_kind.unwrap_or("").to_string(),
+            ))
+            .or_default() += 1;
+        m.tool_latency
+            .entry((transport, tool.to_string()))
+            .or_default()
+            .observe(elapsed.as_secs_f64());
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves counters that are still valid numbers.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The Prometheus text exposition of everything recorded, plus the gauges.
+    pub fn render(&self, gauges: &Gauges) -> String {
+        let m = self.lock();
+        let mut out = String::new();
+        out += "# HELP govcat_http_requests_total HTTP requests answered, by route template and status.\n";
+        out += "# TYPE govcat_http_requests_total counter\n";
+        for ((route, status), n) in &m.http_requests {
+            let _ = writeln!(
+                out,
+                "govcat_http_requests_total{{route=\"{}\",status=\"{status}\"}} {n}",
+                escape(route)
+            );
+        }
+        out +=
+            "# HELP govcat_http_request_duration_seconds HTTP request latency by route template.\n";
+        out += "# TYPE govcat_http_request_duration_seconds histogram\n";
+        for (route, h) in &m.http_latency {
+            h.render(
+                &mut out,
+                "govcat_http_request_duration_seconds",
+                &format!("route=\"{}\"", escape(route)),
+            );
+        }
+        out += "# HELP govcat_tool_calls_total Tool calls by transport (rest, mcp), tool and outcome (ok, input_required, error); error_kind is the error object's kind.\n";
+        out += "# TYPE govcat_tool_calls_total counter\n";
+        for ((transport, tool, outcome, kind), n) in &m.tool_calls {
+            let _ = writeln!(
+                out,
+                "govcat_tool_calls_total{{transport=\"{transport}\",tool=\"{}\",outcome=\"{}\",error_kind=\"{}\"}} {n}",
+                escape(tool),
+                outcome.as_str(),
+                escape(kind)
+            );
+        }
+        out += "# HELP govcat_tool_call_duration_seconds Tool call latency (dispatcher only, no transport) by transport and tool.\n";
+        out += "# TYPE govcat_tool_call_duration_seconds histogram\n";
+        for ((transport, tool), h) in &m.tool_latency {
+            h.render(
+                &mut out,
+                "govcat_tool_call_duration_seconds",
+                &format!("transport=\"{transport}\",tool=\"{}\"", escape(tool)),
+            );
+        }
+        out += "# HELP govcat_uptime_seconds Seconds since the server started serving.\n";
+        out += "# TYPE govcat_uptime_seconds gauge\n";
+        let _ = writeln!(out, "govcat_uptime_seconds {}", gauges.uptime_seconds);
+        out += "# HELP govcat_ready 1 when /readyz answers ready, else 0.\n";
+        out += "# TYPE govcat_ready gauge\n";
+        let _ = writeln!(out, "govcat_ready {}", u8::from(gauges.ready));
+        if let Some(snap) = &gauges.snapshot {
+            out += "# HELP govcat_snapshot_loaded 1 when a snapshot is served, else 0.\n";
+            out += "# TYPE govcat_snapshot_loaded gauge\n";
+            let _ = writeln!(out, "govcat_snapshot_loaded {}", u8::from(snap.loaded));
+            if let Some(id) = &snap.id {
+                out += "# HELP govcat_snapshot_info The served snapshot (its id as a label).\n";
+                out += "# TYPE govcat_snapshot_info gauge\n";
+                let _ = writeln!(out, "govcat_snapshot_info{{id=\"{}\"}} 1", escape(id));
+            }
+            if let Some(age) = snap.age_seconds {
+                out += "# HELP govcat_snapshot_age_seconds Seconds since the served snapshot was built.\n";
+                out += "# TYPE govcat_snapshot_age_seconds gauge\n";
+                let _ = writeln!(out, "govcat_snapshot_age_seconds {age}");
+            }
+            out += "# HELP govcat_snapshot_swaps_total Snapshots swapped in since start.\n";
+            out += "# TYPE govcat_snapshot_swaps_total counter\n";
+            let _ = writeln!(out, "govcat_snapshot_swaps_total {}", snap.swaps);
+            out +=
+                "# HELP govcat_snapshot_rebuilds_total Snapshot rebuilds (--watch) by outcome.\n";
+            out += "# TYPE govcat_snapshot_rebuilds_total counter\n";
+            let _ = writeln!(
+                out,
+                "govcat_snapshot_rebuilds_total{{outcome=\"ok\"}} {}",
+                snap.rebuilds_ok
+            );
+            let _ = writeln!(
+                out,
+                "govcat_snapshot_rebuilds_total{{outcome=\"failed\"}} {}",
+                snap.rebuilds_failed
+            );
+        }
+        out
+    }
+}
+
+/// Escapes a label value (backslash, double quote, newline).
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+        text.lines().find(|l| l.starts_with(prefix))
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_count_every_observation() {
+        let m = Metrics::default();
+        m.record_http("/v1/tools/{name}", 200, Duration::from_micros(300));
+        m.record_http("/v1/tools/{name}", 200, Duration::from_millis(3));
+        m.record_http("/v1/tools/{name}", 404, Duration::from_secs(20));
+        let text = m.render(&Gauges::default());
+        let name = "govcat_http_request_duration_seconds_bucket{route=\"/v1/tools/{name}\"";
+        assert_eq!(
+            line(&text, &format!("{name},le=\"0.0005\"}}")),
+            Some(&*format!("{name},le=\"0.0005\"}} 1"))
+        );
+        assert_eq!(
+            line(&text, &format!("{name},le=\"0.005\"}}")),
+            Some(&*format!("{name},le=\"0.005\"}} 2"))
+        );
+        assert_eq!(
+            line(&text, &format!("{name},le=\"10\"}}")),
+            Some(&*format!("{name},le=\"10\"}} 2"))
+        );
+        assert_eq!(
+            line(&text, &format!("{name},le=\"+Inf\"}}")),
+            Some(&*format!("{name},le=\"+Inf\"}} 3"))
+        );
+        assert_eq!(
+            line(
+                &text,
+                "govcat_http_requests_total{route=\"/v1/tools/{name}\",status=\"404\"}"
+            ),
+            Some("govcat_http_requests_total{route=\"/v1/tools/{name}\",status=\"404\"} 1")
+        );
+    }
+
+    #[test]
+    fn tool_calls_are_counted_by_outcome_and_error_kind() {
+        let m = Metrics::default();
+        let t = Duration::from_millis(1);
+        m.record_tool("mcp", "get_dataset", CallOutcome::Ok, None, t);
+        m.record_tool("mcp", "get_dataset", CallOutcome::Ok, None, t);
+        m.record_tool(
+            "mcp",
+            "get_dataset",
+            CallOutcome::Error,
+            Some("DatasetNotFound"),
+            t,
+        );
+        m.record_tool(
+            "rest",
+            "resolve_lf_tag",
+            CallOutcome::InputRequired,
+            None,
+            t,
+        );
+        let text = m.render(&Gauges {
+            uptime_seconds: 1.5,
+            ready: true,
+            snapshot: Some(SnapshotGauge {
+                loaded: true,
+                id: Some("20261129T194938Z-2aa17beb".into()),
+                age_seconds: Some(60.0),
+                swaps: 2,
+                rebuilds_ok: 1,
+                rebuilds_failed: 1,
+            }),
+        });
+        let calls: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("govcat_tool_calls_total{"))
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                "govcat_tool_calls_total{transport=\"mcp\",tool=\"get_dataset\",outcome=\"ok\",error_kind=\"\"} 2",
+                "govcat_tool_calls_total{transport=\"mcp\",tool=\"get_dataset\",outcome=\"error\",error_kind=\"DatasetNotFound\"} 1",
+                "govcat_tool_calls_total{transport=\"rest\",tool=\"resolve_lf_tag\",outcome=\"input_required\",error_kind=\"\"} 1",
+            ]
+        );
+        assert_eq!(line(&text, "govcat_ready "), Some("govcat_ready 1"));
+        assert_eq!(
+            line(&text, "govcat_uptime_seconds "),
+            Some("govcat_uptime_seconds 1.5")
+        );
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}

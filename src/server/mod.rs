@@ -1,0 +1,799 @@
+//! The service: one axum app serving MCP over Streamable HTTP at `/mcp` (rmcp), a small REST
+//! API at `/v1/tools`, `/healthz`, `/readyz` and `/metrics`; and the same MCP server over stdio.
+//! Every transport calls tools through the one dispatcher, [`tools::call`], run on the blocking
+//! pool because a tool may read files or run the model.
+//!
+//! This module adapts and never decides: schemas, validation and envelopes belong to `tools`;
+//! who the caller is belongs to `auth` (it puts a [`Caller`] into the request extensions, which
+//! is read here). With `--auth none` (the only mode in this build) every request is the local
+//! operator, so the server refuses to listen anywhere but on a loopback address.
+
+pub mod mcp;
+pub mod metrics;
+pub mod rest;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{self, Cli};
+use crate::embed::Embedder;
+use crate::index::{self, SnapshotHandle};
+use crate::tools::{self, Caller, Context, Outcome, ToolError};
+use metrics::{CallOutcome, Gauges, Metrics, SnapshotGauge};
+
+/// Environment variable holding the stdio caller's scopes.
+pub const SCOPES_ENV: &str = "GOVCAT_SCOPES";
+/// How long shutdown waits for in-flight requests after SIGINT/SIGTERM before giving up.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How HTTP requests are authorised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuthMode {
+    /// No authorisation: every request is the local operator, who may read every domain.
+    /// Only allowed on a loopback address.
+    None,
+}
+
+/// `govcat serve` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on, IP:PORT (or localhost:PORT). Port 0 picks a free port; the
+    /// address actually bound is printed on stdout.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Authorisation mode. `none` (the only mode in this build) serves every request as the
+    /// local operator and therefore binds to loopback addresses only.
+    #[arg(long, value_enum, default_value_t = AuthMode::None)]
+    pub auth: AuthMode,
+    /// A Host (name or name:port) accepted besides the loopback names localhost, 127.0.0.1
+    /// and ::1; repeatable. Browser Origins on these hosts are accepted too; any other Host or
+    /// Origin is refused with 403 (DNS-rebinding protection).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// Rebuild the snapshot when the ontology or catalog files change (debounced) and swap it
+    /// in atomically; requests in flight finish on the snapshot they started with, and a failed
+    /// rebuild keeps the old one serving (reported in logs, /metrics and /readyz).
+    #[arg(long)]
+    pub watch: bool,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("--listen {listen}: {problem}; give IP:PORT, e.g. 127.0.0.1:8080")]
+    BadListen { listen: String, problem: String },
+    #[error("--listen {listen} resolves to {addr}, which is not a loopback address; --auth none serves every request as the local operator, so it binds only to 127.0.0.1, ::1 or localhost")]
+    NotLoopback { listen: String, addr: SocketAddr },
+    #[error("cannot listen on {addr}: {problem}; pick another port (0 picks a free one) or stop the process using it")]
+    Bind { addr: SocketAddr, problem: String },
+    #[error("{SCOPES_ENV}: '{token}' is not a scope; give space-separated scopes of the form catalog:<domain>:read, or unset {SCOPES_ENV} to read every domain")]
+    BadScope { token: String },
+    #[error("--allowed-host '{host}' is not a host name or host:port; give e.g. catalog.internal or catalog.internal:8443")]
+    BadAllowedHost { host: String },
+    #[error("{what}: {problem}; {next}")]
+    Runtime {
+        what: String,
+        problem: String,
+        next: String,
+    },
+}
+
+impl ServerError {
+    fn runtime(what: &str, problem: impl std::fmt::Display, next: &str) -> ServerError {
+        ServerError::Runtime {
+            what: what.into(),
+            problem: problem.to_string(),
+            next: next.into(),
+        }
+    }
+}
+
+/// Everything a request handler needs; one per server, shared as `Arc<AppState>`.
+pub struct AppState {
+    context: Arc<Context>,
+    /// Why retrieval (the model and the snapshot) is not part of the context, if it is not.
+    pub retrieval_unavailable: Option<String>,
+    /// The caller of a request that carries no [`Caller`] extension (set by the auth mode).
+    pub fallback_caller: Caller,
+    pub hosts: HostPolicy,
+    pub metrics: Metrics,
+    pub started: Instant,
+}
+
+impl AppState {
+    pub fn new(context: Context, fallback_caller: Caller, hosts: HostPolicy) -> AppState {
+        AppState {
+            context: Arc::new(context),
+            retrieval_unavailable: None,
+            fallback_caller,
+            hosts,
+            metrics: Metrics::default(),
+            started: Instant::now(),
+        }
+    }
+
+    /// The shared context. Snapshots swap inside it (`Context::snapshots`); a request keeps
+    /// the snapshot `Arc` it took, so a swap never changes data under a request in flight.
+    pub fn context(&self) -> Arc<Context> {
+        self.context.clone()
+    }
+
+    /// The caller of a request: the one the auth layer put into the extensions, else the
+    /// fallback of the auth mode.
+    pub fn caller_from(&self, extensions: &axum::http::Extensions) -> Caller {
+        extensions
+            .get::<Caller>()
+            .cloned()
+            .unwrap_or_else(|| self.fallback_caller.clone())
+    }
+}
+
+/// Calls a tool through the shared dispatcher on the blocking pool and records the metrics.
+pub async fn call_tool(
+    state: &AppState,
+    transport: &'static str,
+    caller: Caller,
+    name: &str,
+    args: Value,
+) -> Outcome {
+    let started = Instant::now();
+    let ctx = state.context();
+    let tool = name.to_string();
+    let outcome =
+        match tokio::task::spawn_blocking(move || tools::call(&ctx, &caller, &tool, args)).await {
+            Ok(outcome) => outcome,
+            Err(e) => Outcome::Err(ToolError::new(
+                "InternalError",
+                format!(
+                    "tool '{name}' stopped before answering ({e}); nothing was returned; retry, and report it to the govcat maintainers if it repeats"
+                ),
+            )),
+        };
+    // Only names from the tool list become label values, so a client cannot grow the registry.
+    let label = if tools::spec(name).is_some() {
+        name
+    } else {
+        "(unknown)"
+    };
+    let (kind, error_kind) = match &outcome {
+        Outcome::Ok(_) => (CallOutcome::Ok, None),
+        Outcome::InputRequired(_) => (CallOutcome::InputRequired, None),
+        Outcome::Err(e) => (CallOutcome::Error, Some(e.kind.as_str())),
+    };
+    state
+        .metrics
+        .record_tool(transport, label, kind, error_kind, started.elapsed());
+    outcome
+}
+
+/// The values `/metrics` reads from the context at scrape time: readiness and the served
+/// snapshot's id, age and swap counters.
+pub fn gauges(state: &AppState) -> Gauges {
+    let ctx = state.context();
+    let snapshot = ctx.snapshots.as_ref().map(|handle| {
+        let st = handle.status();
+        SnapshotGauge {
+            loaded: st.loaded,
+            id: st.snapshot_id.clone(),
+            age_seconds: snapshot_age_seconds(&ctx, st.built_at.as_deref()),
+            swaps: st.swaps,
+            rebuilds_ok: st.rebuilds_ok,
+            rebuilds_failed: st.rebuilds_failed,
+        }
+    });
+    Gauges {
+        uptime_seconds: state.started.elapsed().as_secs_f64(),
+        ready: readiness(state).0,
+        snapshot,
+    }
+}
+
+fn snapshot_age_seconds(ctx: &Context, built_at: Option<&str>) -> Option<f64> {
+    let built = tools::parse_rfc3339(built_at?)?;
+    Some(
+        (ctx.clock)()
+            .duration_since(built)
+            .unwrap_or_default()
+            .as_secs_f64(),
+    )
+}
+
+/// Whether the server is ready — the context is built and retrieval has a snapshot loaded —
+/// with the details `/readyz` shows (what is missing and what to run).
+pub fn readiness(state: &AppState) -> (bool, Value) {
+    let ctx = state.context();
+    let snapshot = ctx.snapshots.as_ref().map(|handle| {
+        let st = handle.status();
+        json!({
+            "loaded": st.loaded,
+            "id": st.snapshot_id,
+            "built_at": st.built_at,
+            "age_seconds": snapshot_age_seconds(&ctx, st.built_at.as_deref()).map(|a| a.floor() as u64),
+            "swaps": st.swaps,
+            "rebuilds_ok": st.rebuilds_ok,
+            "rebuilds_failed": st.rebuilds_failed,
+            "last_error": st.last_error,
+        })
+    });
+    let ready = state.retrieval_unavailable.is_none()
+        && ctx
+            .snapshots
+            .as_ref()
+            .is_none_or(|handle| handle.status().loaded);
+    (
+        ready,
+        json!({
+            "ready": ready,
+            "context": {
+                "ontology_version": ctx.ontology.version,
+                "source": ctx.source.freshness(),
+            },
+            "retrieval_unavailable": state.retrieval_unavailable,
+            "snapshot": snapshot,
+            "uptime_seconds": state.started.elapsed().as_secs(),
+        }),
+    )
+}
+
+/// The Hosts (and Origins on them) the HTTP server answers; everything else is refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostPolicy {
+    /// `host` or `host:port`, lower case; IPv6 without brackets.
+    entries: Vec<(String, Option<u16>)>,
+}
+
+/// The loopback names every server accepts.
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+impl HostPolicy {
+    /// Loopback names plus `extra` (each `host` or `host:port`).
+    pub fn loopback_plus(extra: &[String]) -> Result<HostPolicy, ServerError> {
+        let mut entries = Vec::new();
+        for h in LOOPBACK_HOSTS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(extra.iter().cloned())
+        {
+            let parsed = parse_host_entry(&h)
+                .ok_or_else(|| ServerError::BadAllowedHost { host: h.clone() })?;
+            if !entries.contains(&parsed) {
+                entries.push(parsed);
+            }
+        }
+        Ok(HostPolicy { entries })
+    }
+
+    /// For rmcp's Host check.
+    pub fn rmcp_hosts(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .map(|(h, port)| {
+                let h = if h.contains(':') {
+                    format!("[{h}]")
+                } else {
+                    h.clone()
+                };
+                match port {
+                    Some(p) => format!("{h}:{p}"),
+                    None => h,
+                }
+            })
+            .collect()
+    }
+
+    /// For rmcp's Origin check: `http` and `https` on every allowed host (any port unless the
+    /// entry names one).
+    pub fn rmcp_origins(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .flat_map(|(h, port)| {
+                let host = if h.contains(':') {
+                    format!("[{h}]")
+                } else {
+                    h.clone()
+                };
+                let port = port.map_or_else(|| "*".to_string(), |p| p.to_string());
+                ["http", "https"].map(|scheme| format!("{scheme}://{host}:{port}"))
+            })
+            .collect()
+    }
+
+    fn allows(&self, host: &str, port: Option<u16>) -> bool {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        self.entries.iter().any(|(h, p)| {
+            h.eq_ignore_ascii_case(host)
+                && match p {
+                    Some(p) => port == Some(*p),
+                    None => true,
+                }
+        })
+    }
+
+    /// Checks the `Host` and `Origin` headers; `Err` carries the refusal message.
+    pub fn check(&self, headers: &axum::http::HeaderMap) -> Result<(), String> {
+        use axum::http::header::{HOST, ORIGIN};
+        let host = headers
+            .get(HOST)
+            .and_then(|v| v.to_str().ok())
+            .ok_or("the request has no readable Host header")?;
+        let authority: axum::http::uri::Authority = host
+            .parse()
+            .map_err(|_| format!("Host '{host}' is not a host[:port]"))?;
+        if !self.allows(authority.host(), authority.port_u16()) {
+            return Err(format!(
+                "Host '{host}' is not served here (DNS-rebinding protection); use one of {} or start govcat with --allowed-host",
+                self.rmcp_hosts().join(", ")
+            ));
+        }
+        if let Some(origin) = headers.get(ORIGIN) {
+            let origin = origin
+                .to_str()
+                .map_err(|_| "the Origin header is not readable text".to_string())?;
+            let uri: axum::http::Uri = origin
+                .parse()
+                .map_err(|_| format!("Origin '{origin}' is not scheme://host[:port]"))?;
+            let default_port = match uri.scheme_str() {
+                Some("http") => 80,
+                Some("https") => 443,
+                _ => return Err(format!("Origin '{origin}' is not an http(s) origin")),
+            };
+            let ok = uri
+                .authority()
+                .is_some_and(|a| self.allows(a.host(), Some(a.port_u16().unwrap_or(default_port))));
+            if !ok {
+                return Err(format!(
+                    "Origin '{origin}' is not allowed (cross-origin protection); start govcat with --allowed-host for that host"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_host_entry(s: &str) -> Option<(String, Option<u16>)> {
+    let s = s.trim().to_ascii_lowercase();
+    if s.is_empty() || s.contains('/') {
+        return None;
+    }
+    if let Ok(ip) = s.parse::<std::net::Ipv6Addr>() {
+        return Some((ip.to_string(), None));
+    }
+    let authority: axum::http::uri::Authority = s.parse().ok()?;
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    Some((host, authority.port_u16()))
+}
+
+/// The caller of `mcp-stdio`: from `GOVCAT_SCOPES` (space-separated `catalog:<domain>:read`),
+/// or every domain when unset; set but empty means no domain. The scopes are read by
+/// `auth::local_principal`; a token that is not a catalog read scope is refused here rather
+/// than silently granting nothing.
+pub fn caller_from_scopes(scopes: Option<&str>) -> Result<Caller, ServerError> {
+    let principal = crate::auth::local_principal("stdio", scopes);
+    if let Some(token) = principal
+        .scopes
+        .iter()
+        .find(|s| crate::auth::readable_domains(std::iter::once(*s)).is_empty())
+    {
+        return Err(ServerError::BadScope {
+            token: token.clone(),
+        });
+    }
+    Ok(principal.caller)
+}
+
+/// Resolves `--listen` and refuses a non-loopback address under `--auth none`.
+pub fn resolve_listen(listen: &str, auth: AuthMode) -> Result<SocketAddr, ServerError> {
+    let addrs: Vec<SocketAddr> = listen
+        .to_socket_addrs()
+        .map_err(|e| ServerError::BadListen {
+            listen: listen.into(),
+            problem: e.to_string(),
+        })?
+        .collect();
+    let first = *addrs.first().ok_or_else(|| ServerError::BadListen {
+        listen: listen.into(),
+        problem: "resolves to no address".into(),
+    })?;
+    match auth {
+        AuthMode::None => {
+            if let Some(addr) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+                return Err(ServerError::NotLoopback {
+                    listen: listen.into(),
+                    addr: *addr,
+                });
+            }
+        }
+    }
+    Ok(first)
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GOVCAT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Logs go to stderr: stdout carries the bound address (serve) or the protocol (stdio).
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ServerError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            ServerError::runtime(
+                "the async runtime",
+                e,
+                "check the process may create threads",
+            )
+        })
+}
+
+fn fail(cli: &Cli, e: &ServerError) -> ExitCode {
+    cli::report_error(cli, &ToolError::new("ServerError", e.to_string()))
+}
+
+/// The context a server runs on: the catalog context plus, when the model loads, retrieval
+/// over the snapshot `--index` points at. A missing model or snapshot does not stop the
+/// server: the exact tools keep serving, `/readyz` answers 503 saying what is missing and
+/// what to run, and the retrieval tools answer with that error.
+pub fn serving_context(cli: &Cli) -> Result<(AppContext, Option<String>), ToolError> {
+    let ctx = cli::context(cli)?;
+    let embedder = match cli::load_embedder() {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!(error = %e.message, "retrieval is off: the embedding model did not load");
+            return Ok((
+                AppContext {
+                    ctx,
+                    embedder: None,
+                },
+                Some(e.message),
+            ));
+        }
+    };
+    let handle = SnapshotHandle::new();
+    match index::load_current(&cli.index, embedder.as_ref()) {
+        Ok(snapshot) => handle.swap(snapshot),
+        Err(e) => {
+            tracing::warn!(error = %e, "no snapshot is served until one loads");
+            handle.record_failure(&e.to_string());
+        }
+    }
+    Ok((
+        AppContext {
+            ctx: ctx.with_retrieval(embedder.clone(), handle),
+            embedder: Some(embedder),
+        },
+        None,
+    ))
+}
+
+/// A built context and the embedder it uses (for `--watch` rebuilds).
+pub struct AppContext {
+    pub ctx: Context,
+    pub embedder: Option<Arc<dyn Embedder>>,
+}
+
+/// Quiet time after the last file change before `--watch` rebuilds.
+pub const WATCH_DEBOUNCE: Duration = Duration::from_millis(500);
+
+/// Starts `--watch`: rebuilds the snapshot when the ontology or catalog changes and swaps it
+/// into the context's handle (see `index::watch`).
+fn start_watch(
+    cli: &Cli,
+    app: &AppContext,
+    unavailable: Option<&str>,
+) -> Result<index::watch::WatchGuard, ServerError> {
+    let (Some(embedder), Some(handle)) = (app.embedder.clone(), app.ctx.snapshots.clone()) else {
+        return Err(ServerError::runtime(
+            "--watch",
+            format!(
+                "rebuilding snapshots needs the embedding model, which did not load ({})",
+                unavailable.unwrap_or("no model")
+            ),
+            "run scripts/fetch-model.sh, or serve without --watch",
+        ));
+    };
+    let rebuild = {
+        let cli = cli.clone();
+        move || -> Result<index::Snapshot, String> {
+            let fresh = cli::context(&cli).map_err(|e| e.message)?;
+            index::build(
+                &cli.index,
+                &fresh.ontology,
+                fresh.source.as_ref(),
+                embedder.as_ref(),
+                &index::Quiet,
+            )
+            .map_err(|e| e.to_string())?;
+            index::load_current(&cli.index, embedder.as_ref()).map_err(|e| e.to_string())
+        }
+    };
+    index::watch::spawn(
+        &[cli.ontology.clone(), cli.catalog.clone()],
+        WATCH_DEBOUNCE,
+        handle,
+        rebuild,
+    )
+    .map_err(|e| {
+        ServerError::runtime(
+            "--watch",
+            e,
+            "check --ontology and --catalog exist, or serve without --watch",
+        )
+    })
+}
+
+/// `govcat serve`.
+pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
+    init_logging();
+    let addr = match resolve_listen(&args.listen, args.auth) {
+        Ok(a) => a,
+        Err(e) => return fail(cli, &e),
+    };
+    let hosts = match HostPolicy::loopback_plus(&args.allowed_hosts) {
+        Ok(h) => h,
+        Err(e) => return fail(cli, &e),
+    };
+    let (app, unavailable) = match serving_context(cli) {
+        Ok(built) => built,
+        Err(e) => return cli::report_error(cli, &e),
+    };
+    let _watch = if args.watch {
+        match start_watch(cli, &app, unavailable.as_deref()) {
+            Ok(guard) => Some(guard),
+            Err(e) => return fail(cli, &e),
+        }
+    } else {
+        None
+    };
+    let fallback = match args.auth {
+        AuthMode::None => Caller::local(),
+    };
+    let mut state = AppState::new(app.ctx, fallback, hosts);
+    state.retrieval_unavailable = unavailable;
+    let state = Arc::new(state);
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail(cli, &e),
+    };
+    let result = rt.block_on(async {
+        let listener =
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| ServerError::Bind {
+                    addr,
+                    problem: e.to_string(),
+                })?;
+        serve(listener, state, shutdown_signal()).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(cli, &e),
+    }
+}
+
+/// Serves the app on `listener` until `shutdown` completes, then drains in-flight requests
+/// (at most [`SHUTDOWN_GRACE`]). Prints the bound MCP URL on stdout once listening.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let local = listener
+        .local_addr()
+        .map_err(|e| ServerError::runtime("the listener", e, "restart govcat serve"))?;
+    let cancel = CancellationToken::new();
+    let app = rest::app(state, cancel.clone());
+    println!(
+        "govcat: serving MCP at http://{local}/mcp (REST /v1/tools, /healthz, /readyz, /metrics)"
+    );
+    tracing::info!(%local, "listening");
+    let draining = CancellationToken::new();
+    let server = axum::serve(listener, app).with_graceful_shutdown({
+        let cancel = cancel.clone();
+        let draining = draining.clone();
+        async move {
+            shutdown.await;
+            tracing::info!("shutting down: finishing requests in flight");
+            // Ends open SSE streams and MCP sessions so the drain can finish.
+            cancel.cancel();
+            draining.cancel();
+        }
+    });
+    tokio::select! {
+        r = server => r.map_err(|e| ServerError::runtime("the HTTP server", e, "restart govcat serve")),
+        () = async { draining.cancelled().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
+            tracing::warn!("requests still in flight after {:?}; exiting anyway", SHUTDOWN_GRACE);
+            Ok(())
+        }
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+/// `govcat mcp-stdio`.
+pub fn run_mcp_stdio(cli: &Cli) -> ExitCode {
+    init_logging();
+    let scopes = std::env::var(SCOPES_ENV).ok();
+    let caller = match caller_from_scopes(scopes.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fail(cli, &e),
+    };
+    let (app, unavailable) = match serving_context(cli) {
+        Ok(built) => built,
+        Err(e) => return cli::report_error(cli, &e),
+    };
+    // stdio has no Host header; the policy is unused there.
+    let hosts = match HostPolicy::loopback_plus(&[]) {
+        Ok(h) => h,
+        Err(e) => return fail(cli, &e),
+    };
+    let mut state = AppState::new(app.ctx, caller, hosts);
+    state.retrieval_unavailable = unavailable;
+    let state = Arc::new(state);
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail(cli, &e),
+    };
+    match rt.block_on(mcp::serve_stdio(state)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(cli, &e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Domain;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn auth_none_refuses_a_non_loopback_listen_address() {
+        let e = resolve_listen("0.0.0.0:8080", AuthMode::None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--listen 0.0.0.0:8080 resolves to 0.0.0.0:8080, which is not a loopback address; --auth none serves every request as the local operator, so it binds only to 127.0.0.1, ::1 or localhost"
+        );
+        assert_eq!(
+            resolve_listen("127.0.0.1:0", AuthMode::None).unwrap(),
+            "127.0.0.1:0".parse::<SocketAddr>().unwrap()
+        );
+        assert!(resolve_listen("[::1]:9", AuthMode::None).is_ok());
+        assert!(matches!(
+            resolve_listen("nonsense", AuthMode::None),
+            Err(ServerError::BadListen { .. })
+        ));
+    }
+
+    #[test]
+    fn stdio_scopes_parse_into_readable_domains() {
+        assert_eq!(
+            caller_from_scopes(None).unwrap(),
+            Caller {
+                subject: "stdio".into(),
+                readable: None
+            }
+        );
+        let c = caller_from_scopes(Some("catalog:policy:read  catalog:claims:read")).unwrap();
+        assert_eq!(
+            c.readable,
+            Some(BTreeSet::from([
+                Domain("claims".into()),
+                Domain("policy".into())
+            ]))
+        );
+        assert_eq!(
+            caller_from_scopes(Some("")).unwrap().readable,
+            Some(BTreeSet::new())
+        );
+        assert_eq!(
+            caller_from_scopes(Some("catalog:policy:write"))
+                .unwrap_err()
+                .to_string(),
+            "GOVCAT_SCOPES: 'catalog:policy:write' is not a scope; give space-separated scopes of the form catalog:<domain>:read, or unset GOVCAT_SCOPES to read every domain"
+        );
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> axum::http::HeaderMap {
+        let mut h = axum::http::HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn host_policy_accepts_loopback_and_configured_hosts_only() {
+        let p = HostPolicy::loopback_plus(&["Catalog.Internal:8443".into()]).unwrap();
+        assert_eq!(p.check(&headers(&[("host", "127.0.0.1:8080")])), Ok(()));
+        assert_eq!(p.check(&headers(&[("host", "[::1]:8080")])), Ok(()));
+        assert_eq!(p.check(&headers(&[("host", "localhost")])), Ok(()));
+        assert_eq!(
+            p.check(&headers(&[("host", "catalog.internal:8443")])),
+            Ok(())
+        );
+        assert!(p
+            .check(&headers(&[("host", "catalog.internal:9000")]))
+            .is_err());
+        assert_eq!(
+            p.check(&headers(&[("host", "evil.example")])),
+            Err("Host 'evil.example' is not served here (DNS-rebinding protection); use one of localhost, 127.0.0.1, [::1], catalog.internal:8443 or start govcat with --allowed-host".into())
+        );
+        assert_eq!(
+            p.check(&headers(&[
+                ("host", "localhost:8080"),
+                ("origin", "http://localhost:3000")
+            ])),
+            Ok(())
+        );
+        assert_eq!(
+            p.check(&headers(&[
+                ("host", "localhost:8080"),
+                ("origin", "https://evil.example")
+            ])),
+            Err("Origin 'https://evil.example' is not allowed (cross-origin protection); start govcat with --allowed-host for that host".into())
+        );
+        assert!(p
+            .check(&headers(&[("host", "localhost"), ("origin", "null")]))
+            .is_err());
+    }
+
+    #[test]
+    fn rmcp_gets_the_same_hosts_and_origins() {
+        let p = HostPolicy::loopback_plus(&["catalog.internal:8443".into()]).unwrap();
+        assert_eq!(
+            p.rmcp_hosts(),
+            vec!["localhost", "127.0.0.1", "[::1]", "catalog.internal:8443"]
+        );
+        assert_eq!(
+            p.rmcp_origins(),
+            vec![
+                "http://localhost:*",
+                "https://localhost:*",
+                "http://127.0.0.1:*",
+                "https://127.0.0.1:*",
+                "http://[::1]:*",
+                "https://[::1]:*",
+                "http://catalog.internal:8443",
+                "https://catalog.internal:8443"
+            ]
+        );
+        assert!(matches!(
+            HostPolicy::loopback_plus(&["http://x/".into()]),
+            Err(ServerError::BadAllowedHost { .. })
+        ));
+    }
+}

@@ -1,0 +1,351 @@
+//! `find_precedents`: which existing columns and ontology values match a description?
+//! Hybrid retrieval over the snapshot (closed set only), scoped to the caller, with the
+//! FIDELITY envelope: resolved scope echoed, total order, snapshot-bound cursor, and on an
+//! empty result `match_type: "none"`, a concrete hint and suggestions that were not searched.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{CacheScope, Caller, Context, ToolError};
+use crate::catalog::{Domain, SourceFreshness, Tags};
+use crate::index::documents::Kind;
+use crate::index::Snapshot;
+use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
+
+pub const DESCRIPTION: &str = "Find existing catalog columns and tag-ontology values whose \
+description matches yours (e.g. \"contains an EU IBAN\"), to see how comparable columns are \
+already classified. Searches only the snapshot's closed set: every entry is a real column \
+(id column:<domain>.<table>.<column>) or ontology value (id ontology:<key>=<value>). Matching: \
+whole words after English stemming, lower-casing and accent folding (identifiers are split at _ \
+and camelCase); word* matches words starting with word; \"quoted words\" match as a phrase; words \
+of 5+ letters also match by shared character trigrams (compounds, run-together names). Semantic \
+matches come from an embedding model and must reach min_similarity; each entry says match_type \
+lexical, semantic or both. Omitted domains means every domain you may read (echoed in \
+request.domains); omitted kinds means both column and ontology_value. Order: score desc, id asc \
+(sort_key). limit 1-50 (default 10); pass next_cursor to get the next page of the same search. \
+Before acting on a tag, read the dataset live with get_dataset and validate with resolve_lf_tag. \
+When nothing matches, the result says so (match_type none) with a hint and suggestions derived \
+from your words that were not searched.";
+
+/// Longest accepted description, in characters.
+pub const MAX_DESCRIPTION: usize = 1000;
+pub const DEFAULT_LIMIT: usize = 10;
+pub const MAX_LIMIT: usize = 50;
+pub const MAX_DOMAINS: usize = 64;
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// What the column holds, in your words (1-1000 characters).
+    pub description: String,
+    /// Domains to search; omitted = every domain you may read.
+    #[serde(default)]
+    pub domains: Option<Vec<Domain>>,
+    /// Kinds of entries: column, ontology_value; omitted = both.
+    #[serde(default)]
+    pub kinds: Option<Vec<Kind>>,
+    /// Page size, 1-50; default 10.
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// next_cursor of the previous page of the same search.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// hybrid (default), bm25 or dense.
+    #[serde(default)]
+    pub mode: Option<Mode>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Entry {
+    pub id: String,
+    pub kind: Kind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub data_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    pub description: Option<String>,
+    /// Column entries: effective tags as of the snapshot (validate live with get_dataset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lf_tags: Option<Tags>,
+    pub score: f64,
+    pub match_type: MatchType,
+    pub bm25_rank: Option<u32>,
+    pub dense_rank: Option<u32>,
+    /// Cosine similarity to the description, when the dense side found the entry.
+    pub similarity: Option<f32>,
+}
+
+/// Whether the domains came from the caller or from their authorisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScopeSource {
+    Caller,
+    AuthorizedAll,
+}
+
+/// What actually ran (rule 11). No credentials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RequestEcho {
+    pub description: String,
+    pub domains: Vec<String>,
+    pub scope_source: ScopeSource,
+    pub kinds: Vec<Kind>,
+    pub limit: usize,
+    pub cursor: Option<String>,
+    pub mode: Mode,
+    pub snapshot_id: String,
+    pub min_similarity: f32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SnapshotInfo {
+    pub id: String,
+    pub built_at: String,
+    pub source_freshness: SourceFreshness,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Output {
+    pub entries: Vec<Entry>,
+    /// `none` only when `entries` is empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub match_type: Option<String>,
+    /// Only when empty: derived from your words, not searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestions: Option<Vec<String>>,
+    /// Only when empty: what was searched and what to try next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    pub sort_key: String,
+    pub request: RequestEcho,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Entries of this search over all pages.
+    pub total: usize,
+    pub snapshot: SnapshotInfo,
+    #[serde(rename = "ttlMs")]
+    pub ttl_ms: u64,
+    #[serde(rename = "cacheScope")]
+    pub cache_scope: CacheScope,
+}
+
+/// Resolves the domains to search: the caller's explicit list (each must exist and be
+/// readable), or every snapshot domain the caller may read.
+pub fn resolve_domains(
+    snapshot: &Snapshot,
+    caller: &Caller,
+    requested: Option<&[Domain]>,
+) -> Result<(Vec<String>, ScopeSource), ToolError> {
+    match requested {
+        None => Ok((
+            snapshot
+                .domains
+                .iter()
+                .filter(|d| caller.may_read(&Domain((*d).clone())))
+                .cloned()
+                .collect(),
+            ScopeSource::AuthorizedAll,
+        )),
+        Some([]) => Err(ToolError::new(
+            "InvalidArguments",
+            "domains is an empty list; omit it to search every domain you may read, or name at least one",
+        )),
+        Some(list) if list.len() > MAX_DOMAINS => Err(ToolError::new(
+            "InvalidArguments",
+            format!("domains names {} domains; at most {MAX_DOMAINS} are accepted — omit it to search all you may read", list.len()),
+        )),
+        Some(list) => {
+            let mut out: Vec<String> = Vec::new();
+            let mut missing_scopes = Vec::new();
+            for d in list {
+                if !snapshot.domains.contains(&d.0) {
+                    return Err(ToolError::new(
+                        "DomainNotFound",
+                        format!(
+                            "domain '{}' is not in this catalog's snapshot; known domains: {}",
+                            d.0,
+                            snapshot
+                                .domains
+                                .iter()
+                                .filter(|x| caller.may_read(&Domain((*x).clone())))
+                                .cloned()
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                    .with("domain", &d.0));
+                }
+                if !caller.may_read(d) {
+                    missing_scopes.push(Caller::scope_for(d));
+                }
+                if !out.contains(&d.0) {
+                    out.push(d.0.clone());
+                }
+            }
+            if !missing_scopes.is_empty() {
+                return Err(ToolError::insufficient_scope(missing_scopes));
+            }
+            out.sort();
+            Ok((out, ScopeSource::Caller))
+        }
+    }
+}
+
+fn entry(snapshot: &Snapshot, hit: &Hit) -> Entry {
+    let d = snapshot.doc(hit.ord);
+    Entry {
+        id: d.id.clone(),
+        kind: d.kind,
+        domain: d.domain.clone(),
+        table: d.table.clone(),
+        column: d.column.clone(),
+        data_type: d.data_type.clone(),
+        key: d.key.clone(),
+        value: d.value.clone(),
+        description: d.description.clone(),
+        lf_tags: d.lf_tags.clone(),
+        score: (hit.score * 1e6).round() / 1e6,
+        match_type: hit.match_type,
+        bm25_rank: hit.bm25_rank,
+        dense_rank: hit.dense_rank,
+        similarity: hit.similarity.map(|s| (s * 1e4).round() / 1e4),
+    }
+}
+
+/// Validates the input and runs the search; returns the output and the full hit list.
+pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
+    let (snapshot, embedder) = ctx.retrieval_parts()?;
+    let description = input.description.trim().to_string();
+    let chars = description.chars().count();
+    if chars == 0 {
+        return Err(ToolError::new(
+            "InvalidArguments",
+            "description is empty; describe what the column holds, e.g. \"contains an EU IBAN\"",
+        ));
+    }
+    if chars > MAX_DESCRIPTION {
+        return Err(ToolError::new(
+            "InvalidArguments",
+            format!("description has {chars} characters; at most {MAX_DESCRIPTION} are accepted — shorten it to what the column holds"),
+        ));
+    }
+    let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
+    if limit == 0 || limit > MAX_LIMIT {
+        return Err(ToolError::new(
+            "InvalidArguments",
+            format!("limit {limit} is outside 1-{MAX_LIMIT}; use next_cursor to page"),
+        ));
+    }
+    let kinds: Vec<Kind> = match &input.kinds {
+        None => Kind::ALL.to_vec(),
+        Some(k) if k.is_empty() => {
+            return Err(ToolError::new(
+                "InvalidArguments",
+                "kinds is an empty list; omit it for both kinds or name column and/or ontology_value",
+            ))
+        }
+        Some(k) => {
+            let mut k = k.clone();
+            k.sort();
+            k.dedup();
+            k
+        }
+    };
+    let mode = input.mode.unwrap_or(Mode::Hybrid);
+    let (domains, scope_source) = resolve_domains(&snapshot, caller, input.domains.as_deref())?;
+    let params = ctx.retrieval;
+    let query = retrieval::Query {
+        description: &description,
+        domains: &domains,
+        kinds: &kinds,
+        mode,
+    };
+    let digest = retrieval::request_digest(&query, params.min_similarity);
+    let offset = match &input.cursor {
+        None => 0,
+        Some(c) => {
+            let cursor = Cursor::decode(c).map_err(|e| ToolError::new("InvalidCursor", e.to_string()))?;
+            cursor
+                .check(&snapshot.manifest.id, &digest)
+                .map_err(|e| ToolError::new("InvalidCursor", e.to_string()))?;
+            cursor.offset
+        }
+    };
+    let hits = retrieval::search(&snapshot, embedder.as_ref(), &params, &query).map_err(|e| {
+        ToolError::new("RetrievalFailed", format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"))
+    })?;
+    let total = hits.len();
+    let page: Vec<Entry> = hits
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(|h| entry(&snapshot, h))
+        .collect();
+    let next_cursor = (offset + limit < total).then(|| {
+        Cursor {
+            snapshot: snapshot.manifest.id.clone(),
+            offset: offset + limit,
+            request: digest.clone(),
+        }
+        .encode()
+    });
+    let request = RequestEcho {
+        description: description.clone(),
+        domains: domains.clone(),
+        scope_source,
+        kinds: kinds.clone(),
+        limit,
+        cursor: input.cursor.clone(),
+        mode,
+        snapshot_id: snapshot.manifest.id.clone(),
+        min_similarity: params.min_similarity,
+    };
+    let empty = page.is_empty();
+    let hint = empty.then(|| {
+        let sides = match mode {
+            Mode::Hybrid => "whole stemmed words, word* prefixes, quoted phrases, shared trigrams of words with 5+ letters, and semantic neighbours",
+            Mode::Bm25 => "whole stemmed words, word* prefixes, quoted phrases and shared trigrams of words with 5+ letters",
+            Mode::Dense => "semantic neighbours",
+        };
+        let past_end = if offset > 0 && total > 0 {
+            format!(" The search has {total} entries; the cursor's offset {offset} is past them.")
+        } else {
+            String::new()
+        };
+        format!(
+            "No {} in domains [{}] of snapshot {} matched \"{}\" by {} (semantic matches need similarity >= {}).{} Next: try one of `suggestions` (derived from your words, not searched), other or fewer words, mode hybrid, or kinds/domains you left out.",
+            kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(" or "),
+            domains.join(", "),
+            snapshot.manifest.id,
+            description,
+            sides,
+            params.min_similarity,
+            past_end
+        )
+    });
+    Ok(Output {
+        match_type: empty.then(|| "none".to_string()),
+        suggestions: empty.then(|| retrieval::suggestions(&description)),
+        hint,
+        entries: page,
+        sort_key: "score desc, id asc".into(),
+        request,
+        next_cursor,
+        total,
+        snapshot: SnapshotInfo {
+            id: snapshot.manifest.id.clone(),
+            built_at: snapshot.manifest.built_at.clone(),
+            source_freshness: snapshot.manifest.source_freshness.clone(),
+        },
+        ttl_ms: ctx.snapshot_ttl_ms(&snapshot),
+        cache_scope: CacheScope::Private,
+    })
+}

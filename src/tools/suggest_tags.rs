@@ -1,0 +1,271 @@
+//! `suggest_tags`: how are comparable columns tagged, per ontology key, with evidence? From
+//! the precedents (snapshot) and, when a target dataset is named, its sibling columns read
+//! live. Every value shown is an ontology value; the proposal runs through `resolve()`; the
+//! decision stays with the caller.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::find_precedents::{self, RequestEcho};
+use super::{CacheScope, Caller, Context, ToolError};
+use crate::catalog::{Domain, FieldState, TableName, TagLevel, Tags};
+use crate::index::documents::Kind;
+use crate::ontology::Resolution;
+
+pub const DESCRIPTION: &str = "Suggest LF-tags for a new column from precedent: runs \
+find_precedents over columns for your description and counts, per ontology key, how the matched \
+columns are tagged (values with the column ids that carry them and their share). With domain and \
+table, also reads that dataset live and counts its sibling columns' tags, and names the value a \
+new column there would inherit (table or database tag). Only ontology values appear. Shares \
+exclude withheld, not-collected and untagged columns and say how many were excluded. The proposal \
+(inherited value, else the precedents' majority) is checked with resolve_lf_tag; you decide — \
+validate with get_dataset before tagging.";
+
+/// Precedent columns taken into account.
+pub const PRECEDENTS: usize = 10;
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// What the new column holds.
+    pub description: String,
+    /// Target dataset's domain (with table).
+    #[serde(default)]
+    pub domain: Option<Domain>,
+    /// Target dataset's table (with domain).
+    #[serde(default)]
+    pub table: Option<TableName>,
+}
+
+/// Columns supporting one value, and their share among the columns counted for the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Support {
+    pub columns: Vec<String>,
+    pub share: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Candidate {
+    pub value: String,
+    pub precedents: Support,
+    pub siblings: Option<Support>,
+}
+
+/// Columns left out of the shares of one key, by reason (rule 14).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Excluded {
+    pub withheld: usize,
+    pub not_collected: usize,
+    pub empty_in_source: usize,
+    /// Values outside the ontology found in the source (drift), never suggested.
+    pub outside_ontology: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Inherited {
+    pub value: String,
+    pub assigned_at: TagLevel,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KeySuggestion {
+    pub key: String,
+    /// Ordered by precedent share desc, then sibling share desc, then value.
+    pub candidates: Vec<Candidate>,
+    pub excluded_precedents: Excluded,
+    pub excluded_siblings: Option<Excluded>,
+    /// The value a new column in the target dataset inherits for this key, if any.
+    pub inherited_in_target: Option<Inherited>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Proposal {
+    pub tags: BTreeMap<String, String>,
+    /// Per key: `inherited` (target table/database tag) or `precedent_majority`.
+    pub basis: BTreeMap<String, String>,
+    /// `complete`, or `incomplete` with the keys still to decide.
+    pub resolution: String,
+    pub missing_keys: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Output {
+    pub keys: Vec<KeySuggestion>,
+    pub proposal: Proposal,
+    /// The precedent column ids considered, best first.
+    pub precedents: Vec<String>,
+    pub target: Option<String>,
+    pub decision: String,
+    pub request: RequestEcho,
+    #[serde(rename = "ttlMs")]
+    pub ttl_ms: u64,
+    #[serde(rename = "cacheScope")]
+    pub cache_scope: CacheScope,
+}
+
+#[derive(Default)]
+struct Tally {
+    values: BTreeMap<String, Vec<String>>,
+    excluded: Excluded,
+}
+
+impl Tally {
+    fn add(&mut self, ctx: &Context, key: &str, column: &str, tags: &Tags) {
+        match tags.get(key) {
+            Some(t) if t.state == FieldState::Present => match t.value() {
+                Some(v) if ctx.ontology.contains(key, v) => {
+                    self.values.entry(v.to_string()).or_default().push(column.to_string())
+                }
+                _ => self.excluded.outside_ontology += 1,
+            },
+            Some(t) if t.state == FieldState::Withheld => self.excluded.withheld += 1,
+            Some(t) if t.state == FieldState::NotCollected => self.excluded.not_collected += 1,
+            _ => self.excluded.empty_in_source += 1,
+        }
+    }
+
+    fn counted(&self) -> usize {
+        self.values.values().map(Vec::len).sum()
+    }
+
+    fn support(&self, value: &str) -> Support {
+        let columns = self.values.get(value).cloned().unwrap_or_default();
+        let counted = self.counted();
+        let share = if counted == 0 {
+            0.0
+        } else {
+            ((columns.len() as f64 / counted as f64) * 1000.0).round() / 1000.0
+        };
+        Support { columns, share }
+    }
+}
+
+pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
+    let target = match (&input.domain, &input.table) {
+        (Some(d), Some(t)) => Some((d.clone(), t.clone())),
+        (None, None) => None,
+        _ => {
+            return Err(ToolError::new(
+                "InvalidArguments",
+                "domain and table go together: name both to include the target dataset's siblings, or neither",
+            ))
+        }
+    };
+    let found = find_precedents::run(
+        ctx,
+        caller,
+        find_precedents::Input {
+            description: input.description.clone(),
+            domains: None,
+            kinds: Some(vec![Kind::Column]),
+            limit: Some(PRECEDENTS),
+            cursor: None,
+            mode: None,
+        },
+    )?;
+    let dataset = match &target {
+        Some((d, t)) => {
+            ctx.require_domain(caller, d)?;
+            Some(ctx.source.get_dataset(caller, d, t)?)
+        }
+        None => None,
+    };
+    let mut keys = Vec::new();
+    let mut proposal = BTreeMap::new();
+    let mut basis = BTreeMap::new();
+    for spec in &ctx.ontology.keys {
+        let key = spec.key.0.as_str();
+        let mut precedents = Tally::default();
+        for e in &found.entries {
+            if let Some(tags) = &e.lf_tags {
+                precedents.add(ctx, key, &e.id, tags);
+            }
+        }
+        let siblings = dataset.as_ref().map(|ds| {
+            let mut t = Tally::default();
+            for c in &ds.columns {
+                let id = format!("column:{}.{}.{}", ds.metadata.domain, ds.metadata.name, c.name);
+                t.add(ctx, key, &id, &c.lf_tags);
+            }
+            t
+        });
+        let inherited = dataset.as_ref().and_then(|ds| {
+            ds.contract.table_tags.get(key).and_then(|t| {
+                match (t.value(), t.assigned_at) {
+                    (Some(v), Some(level)) if ctx.ontology.contains(key, v) => Some(Inherited {
+                        value: v.to_string(),
+                        assigned_at: level,
+                    }),
+                    _ => None,
+                }
+            })
+        });
+        let mut values: Vec<String> = precedents.values.keys().cloned().collect();
+        if let Some(s) = &siblings {
+            values.extend(s.values.keys().cloned());
+        }
+        if let Some(i) = &inherited {
+            values.push(i.value.clone());
+        }
+        values.sort();
+        values.dedup();
+        let mut candidates: Vec<Candidate> = values
+            .iter()
+            .map(|v| Candidate {
+                value: v.clone(),
+                precedents: precedents.support(v),
+                siblings: siblings.as_ref().map(|s| s.support(v)),
+            })
+            .collect();
+        candidates.sort_by(|a, b| {
+            b.precedents
+                .share
+                .total_cmp(&a.precedents.share)
+                .then_with(|| {
+                    let sa = a.siblings.as_ref().map_or(0.0, |s| s.share);
+                    let sb = b.siblings.as_ref().map_or(0.0, |s| s.share);
+                    sb.total_cmp(&sa)
+                })
+                .then_with(|| a.value.cmp(&b.value))
+        });
+        if let Some(i) = &inherited {
+            proposal.insert(key.to_string(), i.value.clone());
+            basis.insert(key.to_string(), "inherited".to_string());
+        } else if let Some(top) = candidates.iter().find(|c| !c.precedents.columns.is_empty()) {
+            proposal.insert(key.to_string(), top.value.clone());
+            basis.insert(key.to_string(), "precedent_majority".to_string());
+        }
+        keys.push(KeySuggestion {
+            key: key.to_string(),
+            candidates,
+            excluded_precedents: precedents.excluded,
+            excluded_siblings: siblings.map(|s| s.excluded),
+            inherited_in_target: inherited,
+        });
+    }
+    let pairs: Vec<(String, String)> = proposal.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let (resolution, missing_keys) = match ctx.ontology.resolve(&pairs)? {
+        Resolution::Complete(_) => ("complete".to_string(), Vec::new()),
+        Resolution::Incomplete { missing, .. } => (
+            "incomplete".to_string(),
+            missing.into_iter().map(|m| m.key.0).collect(),
+        ),
+    };
+    Ok(Output {
+        keys,
+        proposal: Proposal {
+            tags: proposal,
+            basis,
+            resolution,
+            missing_keys,
+        },
+        precedents: found.entries.iter().map(|e| e.id.clone()).collect(),
+        target: target.map(|(d, t)| format!("{d}.{t}")),
+        decision: "yours: these are counts of existing tags, not a classification; read the target live with get_dataset and validate your choice with resolve_lf_tag".into(),
+        request: found.request,
+        ttl_ms: found.ttl_ms.min(ctx.source_ttl_ms()),
+        cache_scope: CacheScope::Private,
+    })
+}

@@ -1,0 +1,164 @@
+"""Fixtures that drive a real govcat with the official MCP Python SDK (PyPI `mcp` 2.3.x).
+
+Nothing is built here: the binary is `target/debug/govcat` (override with GOVCAT_BIN), run
+from the repository root against the demo catalog, the ontology and the snapshot in `index/`.
+One HTTP server (`govcat serve --listen 127.0.0.1:0`) serves the whole session; it is stopped
+with SIGTERM afterwards. stdio clients start their own `govcat mcp-stdio` per connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+REPO = Path(__file__).resolve().parents[2]
+DATASET_TEMPLATE = "govcat://domain/{domain}/dataset/{table}"
+ONTOLOGY_URI = "govcat://ontology/lf-tags"
+
+
+def govcat_bin() -> str:
+    path = Path(os.environ.get("GOVCAT_BIN", REPO / "target" / "debug" / "govcat"))
+    if not path.is_file():
+        pytest.fail(f"no govcat binary at {path}; run `cargo build` or set GOVCAT_BIN")
+    return str(path)
+
+
+def http_json(url: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+@dataclass
+class Server:
+    base: str
+    process: subprocess.Popen[str]
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base}/mcp"
+
+
+@pytest.fixture(scope="session")
+def server() -> Any:
+    proc = subprocess.Popen(
+        [govcat_bin(), "serve", "--listen", "127.0.0.1:0"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        prefix = "govcat: serving MCP at "
+        if not line.startswith(prefix):
+            pytest.fail(f"govcat serve did not start (exit {proc.poll()}): first line {line!r}")
+        mcp_url = line[len(prefix) :].split()[0]
+        base = mcp_url.removesuffix("/mcp")
+        deadline = time.monotonic() + 60
+        status, details = 0, None
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                status, details = http_json(f"{base}/readyz")
+                if status == 200:
+                    break
+            time.sleep(0.2)
+        if status != 200:
+            pytest.fail(
+                f"govcat serve is not ready after 60 s: /readyz {status} {details}; "
+                "run scripts/fetch-model.sh and `govcat index` first"
+            )
+        yield Server(base=base, process=proc)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@dataclass
+class Elicitations:
+    """Answers elicitation requests from a fixed table and records what was asked."""
+
+    answers: dict[str, str] = field(default_factory=dict)
+    action: str = "accept"
+    asked: list[Any] = field(default_factory=list)
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        from mcp.types import ElicitResult
+
+        self.asked.append(params)
+        if self.action != "accept":
+            return ElicitResult(action=self.action)
+        schema = params.requested_schema
+        props = schema["properties"] if isinstance(schema, dict) else schema.properties
+        return ElicitResult(action="accept", content={k: self.answers[k] for k in props})
+
+
+TRANSPORTS = ["http-legacy", "http-auto", "stdio-legacy", "stdio-auto"]
+
+
+@dataclass
+class Connect:
+    """Opens an MCP client over one transport and protocol generation."""
+
+    transport: str
+    server: Server
+
+    @property
+    def legacy(self) -> bool:
+        return self.transport.endswith("legacy")
+
+    @contextlib.asynccontextmanager
+    async def __call__(
+        self, elicitation: Elicitations | None = None, scopes: str | None = None
+    ) -> AsyncIterator[Client]:
+        mode = "legacy" if self.legacy else "auto"
+        if self.transport.startswith("http"):
+            assert scopes is None, "HTTP with --auth none has no caller scopes"
+            target: Any = self.server.mcp_url
+        else:
+            env = {"GOVCAT_LOG": "warn"}
+            if scopes is not None:
+                env["GOVCAT_SCOPES"] = scopes
+            target = StdioServerParameters(
+                command=govcat_bin(), args=["mcp-stdio"], cwd=str(REPO), env=env
+            )
+        async with Client(target, mode=mode, elicitation_callback=elicitation) as client:
+            expected = "2025-11-25" if self.legacy else "2026-07-28"
+            assert client.protocol_version == expected
+            yield client
+
+
+@pytest.fixture(params=TRANSPORTS)
+def connect(request: pytest.FixtureRequest, server: Server) -> Connect:
+    return Connect(transport=request.param, server=server)
+
+
+@pytest.fixture(params=["http-auto", "stdio-auto"])
+def connect_modern(request: pytest.FixtureRequest, server: Server) -> Connect:
+    return Connect(transport=request.param, server=server)
+
+
+@pytest.fixture(params=["http-legacy", "stdio-legacy"])
+def connect_legacy(request: pytest.FixtureRequest, server: Server) -> Connect:
+    return Connect(transport=request.param, server=server)
