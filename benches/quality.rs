@@ -16,7 +16,7 @@ use govcat::embed::{Embedder, MiniLm};
 use govcat::index::lexical::parse_query;
 use govcat::index::{self, Snapshot};
 use govcat::ontology::Ontology;
-use govcat::retrieval::{fuse, Params, CANDIDATES};
+use govcat::retrieval::{fuse, Fusion, Params, CANDIDATES};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -249,10 +249,14 @@ fn main() {
     // Calibrate fusion on the calibration split: nDCG@10, with a penalty for semantic-only
     // entries on the negative queries (the floor's job).
     let mut best: Option<(f64, Params, Metrics, f64)> = None;
-    for rrf_k in [5.0, 10.0, 20.0, 40.0, 60.0] {
-        for dense_weight in [0.5, 0.75, 1.0, 1.25, 1.5, 2.0] {
+    let mut by_fusion = serde_json::Map::new();
+    for (fusion, ks) in [(Fusion::Rrf, vec![5.0, 10.0, 20.0, 40.0, 60.0]), (Fusion::WeightedSum, vec![0.0])] {
+    let mut best_of_fusion: Option<(f64, Params, Metrics)> = None;
+    for rrf_k in ks {
+        for dense_weight in [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0] {
             for floor in [0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55] {
                 let p = Params {
+                    fusion,
                     rrf_k,
                     lexical_weight: 1.0,
                     dense_weight,
@@ -264,8 +268,16 @@ fn main() {
                 if best.as_ref().is_none_or(|b| objective > b.0) {
                     best = Some((objective, p, m, neg));
                 }
+                if best_of_fusion.as_ref().is_none_or(|b| objective > b.0) {
+                    best_of_fusion = Some((objective, p, m));
+                }
             }
         }
+    }
+    if let Some((_, p, m)) = best_of_fusion {
+        by_fusion.insert(format!("{fusion:?}"), json!({"params": p, "calibration": m,
+            "held_out": evaluate(&ranked(&snapshot, &held_r, &p, Side::Hybrid), &held_q)}));
+    }
     }
     let (_, tuned, cal_metrics, tuned_neg) = best.expect("grid is not empty");
     let shipped = Params::default();
@@ -337,6 +349,7 @@ fn main() {
             "best_params": tuned,
             "best_calibration_metrics": cal_metrics,
             "best_negative_semantic_rate": tuned_neg,
+            "best_per_fusion": by_fusion,
             "best_params_on_held_out": evaluate(&ranked(&snapshot, &held_r, &tuned, Side::Hybrid), &held_q),
         },
         "negatives_with_semantic_only_entry": negative_semantic_rate(&snapshot, &neg_raws, &shipped),

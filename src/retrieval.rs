@@ -30,9 +30,20 @@ pub enum Mode {
     Dense,
 }
 
+/// How the two sides' candidates are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fusion {
+    /// Weighted reciprocal rank: w / (k + rank) per side.
+    Rrf,
+    /// Weighted sum of BM25 divided by the query's best BM25 and of cosine similarity.
+    WeightedSum,
+}
+
 /// Fusion and floor parameters (calibrated on the calibration split of the query set).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Params {
+    pub fusion: Fusion,
     /// Reciprocal-rank constant.
     pub rrf_k: f64,
     pub lexical_weight: f64,
@@ -44,6 +55,7 @@ pub struct Params {
 impl Default for Params {
     fn default() -> Self {
         Params {
+            fusion: Fusion::Rrf,
             rrf_k: 60.0,
             lexical_weight: 1.0,
             dense_weight: 1.0,
@@ -148,13 +160,18 @@ pub fn fuse(
     dense: &[(u32, f32)],
 ) -> Vec<Hit> {
     let mut hits: HashMap<u32, Hit> = HashMap::new();
-    for (rank, (ord, _)) in lexical.iter().enumerate() {
+    let best_bm25 = lexical.first().map_or(1.0, |(_, s)| f64::from(*s).max(1e-9));
+    let side_score = |weight: f64, rank: u32, raw: f64| match params.fusion {
+        Fusion::Rrf => weight / (params.rrf_k + f64::from(rank)),
+        Fusion::WeightedSum => weight * raw,
+    };
+    for (rank, (ord, bm25)) in lexical.iter().enumerate() {
         let r = rank as u32 + 1;
         hits.insert(
             *ord,
             Hit {
                 ord: *ord,
-                score: params.lexical_weight / (params.rrf_k + r as f64),
+                score: side_score(params.lexical_weight, r, f64::from(*bm25) / best_bm25),
                 bm25_rank: Some(r),
                 dense_rank: None,
                 similarity: None,
@@ -164,7 +181,7 @@ pub fn fuse(
     }
     for (rank, (ord, sim)) in dense.iter().enumerate() {
         let r = rank as u32 + 1;
-        let add = params.dense_weight / (params.rrf_k + r as f64);
+        let add = side_score(params.dense_weight, r, f64::from(*sim));
         match hits.get_mut(ord) {
             Some(h) => {
                 h.score += add;

@@ -848,22 +848,3 @@ async fn a_failed_refetch_keeps_the_previous_keys() {
     assert_eq!(server.hits.load(Ordering::SeqCst), 2);
     assert_eq!(auth.kids(), vec!["ec-1", "rsa-1"]);
 }
-
-#[tokio::test]
-async fn zz_tmp_latency() {
-    let t = std::time::Instant::now();
-    let _ = keys();
-    println!("keygen {:?}", t.elapsed());
-    let (_d, auth) = file_authenticator().await;
-    for (name, tok) in [("RS256", rs256("rsa-1", &claims(json!({})))), ("ES256", es256("ec-1", &claims(json!({}))))] {
-        let h = bearer(&tok);
-        let n = 200;
-        let t = std::time::Instant::now();
-        for _ in 0..n { auth.authenticate(Some(&h)).await.expect("ok"); }
-        println!("{name} {:?} per token", t.elapsed() / n);
-    }
-    let h = bearer(&rs256("rsa-1", &claims(json!({"iss": "x"}))));
-    let t = std::time::Instant::now();
-    for _ in 0..200 { let _ = auth.authenticate(Some(&h)).await; }
-    println!("refused(iss) {:?} per token", t.elapsed() / 200);
-}

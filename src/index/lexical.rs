@@ -24,9 +24,12 @@ use super::text::{fold, trigrams, GRAM_MIN_WORD};
 use super::IndexError;
 
 const WORDS: &str = "govcat_words";
+const WORDS_DE: &str = "govcat_words_de";
 const GRAMS: &str = "govcat_grams";
 /// Weight of the table/domain context field relative to the main field.
-const CONTEXT_BOOST: f32 = 0.3;
+const CONTEXT_BOOST: f32 = 0.1;
+/// Weight of the German-stemmed field relative to the English-stemmed one.
+const GERMAN_BOOST: f32 = 0.5;
 /// Weight of a trigram match relative to a whole-word match.
 const GRAM_BOOST: f32 = 0.25;
 /// Share of a word's trigrams that must be present for a trigram match.
@@ -46,6 +49,20 @@ fn words_analyzer() -> TextAnalyzer {
     }
 }
 
+fn german_analyzer() -> TextAnalyzer {
+    let builder = TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(48))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter);
+    match StopWordFilter::new(Language::German) {
+        Some(stop) => builder
+            .filter(stop)
+            .filter(Stemmer::new(Language::German))
+            .build(),
+        None => builder.filter(Stemmer::new(Language::German)).build(),
+    }
+}
+
 fn grams_analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(WhitespaceTokenizer::default()).build()
 }
@@ -55,6 +72,7 @@ struct Fields {
     ord: Field,
     scope: Field,
     text: Field,
+    text_de: Field,
     context: Field,
     grams: Field,
 }
@@ -66,6 +84,11 @@ fn schema() -> (Schema, Fields) {
             .set_tokenizer(WORDS)
             .set_index_option(IndexRecordOption::WithFreqsAndPositions),
     );
+    let words_de = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(WORDS_DE)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
     let grams = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(GRAMS)
@@ -75,6 +98,7 @@ fn schema() -> (Schema, Fields) {
         ord: b.add_u64_field("ord", FAST),
         scope: b.add_text_field("scope", STRING),
         text: b.add_text_field("text", words.clone()),
+        text_de: b.add_text_field("text_de", words_de),
         context: b.add_text_field("context", words),
         grams: b.add_text_field("grams", grams),
     };
@@ -83,6 +107,7 @@ fn schema() -> (Schema, Fields) {
 
 fn register(index: &Index) {
     index.tokenizers().register(WORDS, words_analyzer());
+    index.tokenizers().register(WORDS_DE, german_analyzer());
     index.tokenizers().register(GRAMS, grams_analyzer());
 }
 
@@ -115,6 +140,7 @@ pub fn build(dir: &Path, docs: &[Document]) -> Result<(), IndexError> {
                 f.ord => ord as u64,
                 f.scope => scope_term(d),
                 f.text => d.lexical_text.clone(),
+                f.text_de => d.lexical_text.clone(),
                 f.context => d.context_text.clone(),
                 f.grams => super::text::gram_text(&d.lexical_text),
             ))
@@ -196,7 +222,12 @@ impl Lexical {
     }
 
     fn analyse(&self, text: &str) -> Vec<String> {
-        let mut analyzer = words_analyzer();
+        analyse_with(words_analyzer(), text)
+    }
+}
+
+fn analyse_with(mut analyzer: TextAnalyzer, text: &str) -> Vec<String> {
+    {
         let mut stream = analyzer.token_stream(text);
         let mut out = Vec::new();
         while stream.advance() {
@@ -204,7 +235,9 @@ impl Lexical {
         }
         out
     }
+}
 
+impl Lexical {
     fn word_query(&self, field: Field, token: &str) -> Box<dyn Query> {
         Box::new(TermQuery::new(
             Term::from_field_text(field, token),
@@ -244,6 +277,15 @@ impl Lexical {
                             Box::new(BoostQuery::new(
                                 self.word_query(self.f.context, &token),
                                 CONTEXT_BOOST,
+                            )),
+                        ));
+                    }
+                    for token in analyse_with(german_analyzer(), w) {
+                        should.push((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(
+                                self.word_query(self.f.text_de, &token),
+                                GERMAN_BOOST,
                             )),
                         ));
                     }
