@@ -290,7 +290,8 @@ fn run_tool<A: std::borrow::Borrow<Value>>(cli: &Cli, retrieval: bool, tool: &st
             if cli.json {
                 print_json(&value);
             } else {
-                print!("{}", render(tool, &value));
+                use std::io::Write;
+                let _ = write!(std::io::stdout().lock(), "{}", render(tool, &value));
             }
             ExitCode::SUCCESS
         }
@@ -391,11 +392,11 @@ fn run_index(cli: &Cli) -> ExitCode {
     }
 }
 
+/// Prints JSON on stdout; a closed pipe (`| head`) ends output quietly instead of panicking.
 pub fn print_json(value: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-    );
+    use std::io::Write;
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 pub fn report_error(cli: &Cli, e: &ToolError) -> ExitCode {

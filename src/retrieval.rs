@@ -56,9 +56,9 @@ impl Default for Params {
     fn default() -> Self {
         Params {
             fusion: Fusion::Rrf,
-            rrf_k: 60.0,
+            rrf_k: 5.0,
             lexical_weight: 1.0,
-            dense_weight: 1.0,
+            dense_weight: 1.5,
             min_similarity: 0.40,
         }
     }

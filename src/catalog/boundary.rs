@@ -418,8 +418,14 @@ pub fn parse_permissions(
             other += 1;
             continue;
         };
-        let expression = policy
-            .req_list("Expression")?
+        let clauses = policy.req_list("Expression")?;
+        if clauses.is_empty() {
+            return Err(SchemaError::Invalid {
+                what: what.to_string(),
+                problem: "an LF-tag policy with an empty Expression (a named expression) cannot be evaluated; re-record with the expression resolved".into(),
+            });
+        }
+        let expression = clauses
             .iter()
             .map(|c| {
                 let c = Obj::new(c, what)?;

@@ -350,6 +350,11 @@ pub enum CatalogError {
 }
 
 impl CatalogError {
+    /// Whether the source could not be reached or refused us (as opposed to one bad table).
+    pub fn is_upstream_failure(&self) -> bool {
+        matches!(self.kind(), "UpstreamUnavailable" | "UpstreamAccessDenied" | "SourceUnavailable")
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             CatalogError::DomainNotFound { .. } => "DomainNotFound",
@@ -402,6 +407,8 @@ pub fn read_domain(
     for table in source.list_tables(caller, domain)? {
         match source.get_dataset(caller, domain, &table) {
             Ok(d) => ok.push(d),
+            // The source itself failing is an error of the whole read, never a table to skip.
+            Err(e) if e.is_upstream_failure() => return Err(e),
             Err(e) => failed.push(Unreadable {
                 table: table.0,
                 reason: e.to_string(),

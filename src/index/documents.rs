@@ -45,6 +45,8 @@ pub struct Document {
     pub description: Option<String>,
     /// Column documents: effective tags as read when the snapshot was built.
     pub lf_tags: Option<Tags>,
+    /// Text for the lexical index's name field (the identifier's words).
+    pub name_text: String,
     /// Text for the lexical index's main field (name words and description).
     pub lexical_text: String,
     /// Text for the lexical index's context field (table and domain words).
@@ -74,6 +76,7 @@ pub fn ontology_documents(ontology: &Ontology) -> Vec<Document> {
                 value: Some(v.value.0.clone()),
                 description: Some(v.description.clone()),
                 lf_tags: None,
+                name_text: format!("{key_words} {}", v.value),
                 lexical_text: text.clone(),
                 context_text: format!("tag ontology {key_words}"),
                 dense_text: format!("{key_words} {}: {} {}", v.value, v.description, v.implies),
@@ -105,6 +108,7 @@ pub fn column_documents(dataset: &Dataset) -> Vec<Document> {
                 value: None,
                 description: c.description.clone(),
                 lf_tags: Some(c.lf_tags.clone()),
+                name_text: name_words.clone(),
                 lexical_text: format!("{name_words} {description}"),
                 context_text: format!("{table_words} {domain}"),
                 dense_text: format!("{name_words}: {description} (table {table_words}, {domain})"),

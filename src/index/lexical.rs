@@ -28,6 +28,9 @@ const WORDS_DE: &str = "govcat_words_de";
 const GRAMS: &str = "govcat_grams";
 /// Weight of the table/domain context field relative to the main field.
 const CONTEXT_BOOST: f32 = 0.1;
+/// Weight of a match on the column (or ontology key/value) name: identifiers are the most
+/// specific words a document has.
+const NAME_BOOST: f32 = 1.0;
 /// Weight of the German-stemmed field relative to the English-stemmed one.
 const GERMAN_BOOST: f32 = 0.5;
 /// Weight of a trigram match relative to a whole-word match.
@@ -71,6 +74,7 @@ fn grams_analyzer() -> TextAnalyzer {
 struct Fields {
     ord: Field,
     scope: Field,
+    name: Field,
     text: Field,
     text_de: Field,
     context: Field,
@@ -97,6 +101,7 @@ fn schema() -> (Schema, Fields) {
     let fields = Fields {
         ord: b.add_u64_field("ord", FAST),
         scope: b.add_text_field("scope", STRING),
+        name: b.add_text_field("name", words.clone()),
         text: b.add_text_field("text", words.clone()),
         text_de: b.add_text_field("text_de", words_de),
         context: b.add_text_field("context", words),
@@ -139,6 +144,7 @@ pub fn build(dir: &Path, docs: &[Document]) -> Result<(), IndexError> {
             .add_document(doc!(
                 f.ord => ord as u64,
                 f.scope => scope_term(d),
+                f.name => d.name_text.clone(),
                 f.text => d.lexical_text.clone(),
                 f.text_de => d.lexical_text.clone(),
                 f.context => d.context_text.clone(),
@@ -158,6 +164,15 @@ pub struct Lexical {
     reader: IndexReader,
     f: Fields,
 }
+
+/// Words that describe the act of describing a column ("contains", "column", "field"), not
+/// its content. Dropped from free-text query words (phrases keep them): otherwise every
+/// description that happens to say "contains" competes with the real match.
+const QUERY_BOILERPLATE: &[&str] = &[
+    "contain", "contains", "containing", "column", "columns", "field", "fields", "holds", "hold",
+    "stores", "store", "stored", "value", "values", "data", "new", "which", "what", "tag", "tags",
+    "copy", "should", "i", "we", "our", "my", "adding", "add", "where", "find",
+];
 
 /// One parsed part of a query.
 #[derive(Debug, Clone, PartialEq)]
@@ -195,7 +210,10 @@ fn plain_parts(text: &str) -> Vec<QueryPart> {
     text.split_whitespace()
         .flat_map(|token| {
             let prefix = token.ends_with('*');
-            let ws = super::text::words(&super::text::split_identifier(token));
+            let ws: Vec<String> = super::text::words(&super::text::split_identifier(token))
+                .into_iter()
+                .filter(|w| !QUERY_BOILERPLATE.contains(&w.as_str()))
+                .collect();
             let n = ws.len();
             ws.into_iter().enumerate().map(move |(i, w)| {
                 if prefix && i + 1 == n {
@@ -212,6 +230,15 @@ impl Lexical {
     pub fn open(dir: &Path) -> Result<Lexical, IndexError> {
         let index = Index::open_in_dir(dir).map_err(|e| tantivy_error("tantivy", e))?;
         register(&index);
+        // Fields come from the index's own schema: an index written by another govcat
+        // version is refused here, not misread.
+        let (expected, _) = schema();
+        if index.schema() != expected {
+            return Err(tantivy_error(
+                &dir.display().to_string(),
+                "the lexical index was written with another schema (another govcat version)",
+            ));
+        }
         let (_, f) = schema();
         let reader = index
             .reader_builder()
@@ -272,6 +299,13 @@ impl Lexical {
                 QueryPart::Word(w) => {
                     for token in self.analyse(w) {
                         should.push((Occur::Should, self.word_query(self.f.text, &token)));
+                        should.push((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(
+                                self.word_query(self.f.name, &token),
+                                NAME_BOOST,
+                            )),
+                        ));
                         should.push((
                             Occur::Should,
                             Box::new(BoostQuery::new(

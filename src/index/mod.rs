@@ -99,9 +99,13 @@ pub struct Counts {
     pub unreadable_tables: Vec<crate::catalog::Unreadable>,
 }
 
+/// Version of the snapshot layout; a snapshot of another version is refused at load.
+pub const FORMAT_VERSION: u32 = 3;
+
 /// `manifest.json`: what a snapshot is and how to check it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
+    pub format_version: u32,
     pub id: String,
     pub built_at: String,
     pub source_freshness: SourceFreshness,
@@ -303,6 +307,7 @@ pub fn write_snapshot(
         dense::build_hnsw(&staging, vectors)?;
     }
     let manifest = Manifest {
+        format_version: FORMAT_VERSION,
         id: id.clone(),
         built_at: format_rfc3339(now),
         source_freshness,
@@ -413,6 +418,15 @@ pub fn load_current(index_dir: &Path, embedder: &dyn Embedder) -> Result<Snapsho
 /// Loads one snapshot directory, verifying model and checksums.
 pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError> {
     let manifest = read_manifest(dir)?;
+    if manifest.format_version != FORMAT_VERSION {
+        return Err(IndexError::Corrupt {
+            file: dir.join(MANIFEST).display().to_string(),
+            problem: format!(
+                "snapshot format {} is not the format {FORMAT_VERSION} this govcat reads",
+                manifest.format_version
+            ),
+        });
+    }
     let running = model_info(embedder);
     if manifest.model != running {
         return Err(IndexError::ModelMismatch {
