@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs what the tests need (the embedding model,
+# the Python peers in .venv/, Node 22 in .tools/), checks formatting and lints, runs the Rust
+# tests (unit, integration over loopback HTTP, the real model, the moto AWS emulator — each
+# test starts and stops the services it needs), then the official Python MCP client suite
+# and the MCP conformance suite against a freshly started server (scripts/test-mcp.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+step() { printf '\n== %s (%s) ==\n' "$1" "$(date -u +%H:%M:%S)"; }
+
+step "setup: model, python peers, node"
+scripts/fetch-model.sh
+scripts/setup-python.sh
+scripts/setup-node.sh >/dev/null
+
+step "cargo fmt --check"
+cargo fmt --check
+
+step "cargo build --all-targets"
+cargo build --all-targets
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings
+
+step "cargo test"
+cargo test --all-targets -- --test-threads=2
+
+step "MCP clients and conformance"
+GOVCAT_BIN="$PWD/target/debug/govcat" scripts/test-mcp.sh
+
+step "done"
