@@ -284,7 +284,6 @@ fn run_tool<A: std::borrow::Borrow<Value>>(cli: &Cli, retrieval: bool, tool: &st
         Ok(ctx) => ctx,
         Err(e) => return report_error(cli, &e),
     };
-    let cli = cli;
     match tools::call(&ctx, &Caller::local(), tool, args.borrow().clone()) {
         Outcome::Ok(value) => {
             if cli.json {
@@ -435,8 +434,9 @@ fn render(tool: &str, v: &Value) -> String {
                 out += &format!(
                     "{:<12} {:>8} {:>8}  {}\n",
                     s(&e["name"]),
-                    e["dataset_count"],
-                    e["column_count"],
+                    // serde_json::Value's Display ignores width; a String honours it.
+                    e["dataset_count"].to_string(),
+                    e["column_count"].to_string(),
                     s(&e["owner"])
                 );
                 if let Some(x) = e.get("counts_excluded") {

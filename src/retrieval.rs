@@ -206,6 +206,11 @@ pub fn fuse(
         }
     }
     let mut out: Vec<Hit> = hits.into_values().collect();
+    // Order by the score as shown (6 decimals): float noise (1/6 vs 1.5/9) must not beat the
+    // id tie-break.
+    for h in &mut out {
+        h.score = (h.score * 1e6).round() / 1e6;
+    }
     out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)

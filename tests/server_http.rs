@@ -515,3 +515,92 @@ fn sigterm_stops_the_server_cleanly() {
     assert_eq!(status.code(), Some(0));
     assert!(took < Duration::from_secs(8), "shutdown took {took:?}");
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn watch_swaps_in_a_rebuilt_snapshot_while_requests_keep_succeeding() {
+    if !retrieval_available("watch_swaps_in_a_rebuilt_snapshot_while_requests_keep_succeeding") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (catalog, ontology, index) = (
+        tmp.path().join("catalog"),
+        tmp.path().join("lf-tags.json"),
+        tmp.path().join("index"),
+    );
+    copy_dir(&Path::new(REPO).join("fixtures/catalog"), &catalog);
+    std::fs::copy(Path::new(REPO).join("ontology/lf-tags.json"), &ontology).unwrap();
+    let paths = [
+        "--catalog",
+        catalog.to_str().unwrap(),
+        "--ontology",
+        ontology.to_str().unwrap(),
+        "--index",
+        index.to_str().unwrap(),
+    ];
+    let built = Command::new(BIN)
+        .current_dir(REPO)
+        .args(paths)
+        .arg("index")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(built.success());
+
+    let server = Server::start(&[paths.as_slice(), &["--watch"]].concat(), &[]);
+    let first = server.get("/readyz").json()["snapshot"].clone();
+    assert_eq!(
+        (first["loaded"].clone(), first["swaps"].clone()),
+        (json!(true), json!(1))
+    );
+
+    // Same content, new write: the watcher rebuilds and swaps.
+    std::fs::write(&ontology, std::fs::read(&ontology).unwrap()).unwrap();
+    let query = json!({"description": "contains an EU IBAN", "limit": 3});
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut calls = 0;
+    let snapshot = loop {
+        let resp = server.call("find_precedents", query.clone());
+        assert_eq!(
+            resp.status,
+            200,
+            "a request failed during the rebuild: {}",
+            resp.text()
+        );
+        calls += 1;
+        let snapshot = server.get("/readyz").json()["snapshot"].clone();
+        if snapshot["swaps"] == json!(2) || Instant::now() > deadline {
+            break snapshot;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        snapshot["swaps"],
+        json!(2),
+        "no swap within 120 s: {snapshot}"
+    );
+    assert_eq!(snapshot["rebuilds_ok"], json!(1));
+    assert_eq!(snapshot["rebuilds_failed"], json!(0));
+    assert_eq!(snapshot["loaded"], json!(true));
+    assert!(
+        calls > 1,
+        "the rebuild finished before a request ran during it"
+    );
+    let after = server.call("find_precedents", query);
+    assert_eq!(after.status, 200);
+    assert_eq!(after.json()["snapshot"]["id"], snapshot["id"]);
+    assert_ne!(snapshot["id"], first["id"]);
+}

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::boundary::{self, Recorded};
+use super::boundary;
 use super::{
-    effective_tags, Caller, CatalogError, CatalogSource, Column, Contract, Dataset, DatasetMetadata,
-    Domain, DomainInfo, FieldState, LevelTags, RoleGrants, SourceFreshness, TableName, TagLevel,
+    Caller, CatalogError, CatalogSource, Dataset, Domain, DomainInfo, LevelTags, RoleGrants,
+    SourceFreshness, TableName,
 };
 use crate::ontology::Ontology;
 
@@ -119,6 +119,22 @@ fn read_json_opt(path: &Path) -> Result<Option<Value>, CatalogError> {
     }
 }
 
+/// Names of all sub-folders, sorted (hidden ones excepted).
+fn subdirs_all(dir: &Path) -> Result<Vec<String>, CatalogError> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
+        let entry = entry.map_err(|e| io_error(dir, e))?;
+        if entry.path().is_dir() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if !name.starts_with('.') {
+                names.push(name);
+            }
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
 fn subdirs(dir: &Path) -> Result<Vec<String>, CatalogError> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
@@ -182,7 +198,9 @@ impl CatalogSource for DirSource {
         if !dir.is_dir() {
             return Err(io_error(&dir, "the domain has no tables/ folder"));
         }
-        Ok(subdirs(&dir)?.into_iter().map(TableName).collect())
+        // Every folder is listed, also ones with invalid names: reading them fails with a
+        // reason, so counts declare them instead of dropping them (rule 14).
+        Ok(subdirs_all(&dir)?.into_iter().map(TableName).collect())
     }
 
     fn get_dataset(
@@ -194,6 +212,13 @@ impl CatalogSource for DirSource {
         self.check_domain(domain)?;
         let dir = self.table_dir(domain, table);
         let get_table = dir.join("get-table.json");
+        if !is_safe_name(&table.0) && subdirs_all(&self.domain_dir(domain).join("tables"))?.contains(&table.0) {
+            return Err(CatalogError::Io {
+                thing: format!("table folder {}", dir.display()),
+                problem: "is not a valid table name (letters, digits, '_' and '-' only)".into(),
+                next: "rename the folder to the Glue table name".into(),
+            });
+        }
         if !is_safe_name(&table.0) || !get_table.is_file() {
             return Err(CatalogError::DatasetNotFound {
                 domain: domain.0.clone(),
@@ -225,68 +250,16 @@ impl CatalogSource for DirSource {
             Some(v) => Some(boundary::parse_column_tags(v, &describe(&columns_path))?),
         };
 
-        let contract = Contract {
-            freshness_sla: glue
-                .parameters
-                .get("freshness_sla")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            table_tags: effective_tags(
-                &self.ontology,
-                &[
-                    (TagLevel::Table, &table_tags),
-                    (TagLevel::Database, &db_tags),
-                ],
-            ),
-        };
-        let columns = glue
-            .columns
-            .iter()
-            .map(|c| {
-                let own: LevelTags = match &column_tags {
-                    None => LevelTags::NotCollected,
-                    Some(Recorded::AccessDenied(_)) => LevelTags::Withheld,
-                    Some(Recorded::Ok(list)) => LevelTags::Read(
-                        list.iter()
-                            .find(|(name, _)| name == &c.name)
-                            .map(|(_, tags)| tags.clone())
-                            .unwrap_or_default(),
-                    ),
-                };
-                let description_state = if c.comment.is_some() {
-                    FieldState::Present
-                } else {
-                    FieldState::EmptyInSource
-                };
-                Column {
-                    name: c.name.clone(),
-                    data_type: c.data_type.clone(),
-                    description: c.comment.clone(),
-                    description_state,
-                    is_partition_key: c.is_partition_key,
-                    lf_tags: effective_tags(
-                        &self.ontology,
-                        &[
-                            (TagLevel::Column, &own),
-                            (TagLevel::Table, &table_tags),
-                            (TagLevel::Database, &db_tags),
-                        ],
-                    ),
-                }
-            })
-            .collect();
-        Ok(Dataset {
-            metadata: DatasetMetadata {
-                name: table.clone(),
-                domain: domain.clone(),
-                database: glue.database,
-                owner: glue.owner,
-                description: glue.description,
-                updated_at: glue.update_time,
-            },
-            contract,
-            columns,
-        })
+        super::assemble(
+            &self.ontology,
+            domain,
+            table,
+            glue,
+            &db_tags,
+            &table_tags,
+            column_tags,
+            &describe(&dir),
+        )
     }
 
     fn list_roles(&self, _caller: &Caller) -> Result<Vec<String>, CatalogError> {

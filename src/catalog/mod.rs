@@ -217,6 +217,116 @@ impl Caller {
     }
 }
 
+/// Builds a dataset from its parsed upstream parts: the one assembly both sources use.
+/// Refuses column tags for a column Glue does not list (a typo must not silently drop a tag)
+/// and tag values outside the ontology (the closed set reaches no caller).
+pub fn assemble(
+    ontology: &Ontology,
+    domain: &Domain,
+    table: &TableName,
+    glue: boundary::GlueTable,
+    db_tags: &LevelTags,
+    table_tags: &LevelTags,
+    column_tags: Option<Recorded<boundary::ColumnTags>>,
+    what: &str,
+) -> Result<Dataset, CatalogError> {
+    if let Some(Recorded::Ok(list)) = &column_tags {
+        for (name, _) in list {
+            if !glue.columns.iter().any(|c| &c.name == name) {
+                return Err(CatalogError::UpstreamSchema(SchemaError::Invalid {
+                    what: what.to_string(),
+                    problem: format!(
+                        "LFTagsOnColumns names column '{name}' which GetTable does not list (columns: {})",
+                        glue.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                }));
+            }
+        }
+    }
+    let levels: Vec<&LevelTags> = vec![db_tags, table_tags];
+    let mut own_levels: Vec<LevelTags> = Vec::new();
+    if let Some(Recorded::Ok(list)) = &column_tags {
+        own_levels.extend(list.iter().map(|(_, t)| LevelTags::Read(t.clone())));
+    }
+    for level in levels.into_iter().chain(own_levels.iter()) {
+        if let LevelTags::Read(pairs) = level {
+            for p in pairs {
+                if ontology.key(&p.key).is_some() && !ontology.contains(&p.key, &p.value) {
+                    return Err(CatalogError::TagOutsideOntology {
+                        what: what.to_string(),
+                        key: p.key.clone(),
+                        value: p.value.clone(),
+                        allowed: ontology
+                            .key(&p.key)
+                            .map(|k| k.values.iter().map(|v| v.value.0.clone()).collect())
+                            .unwrap_or_default(),
+                    });
+                }
+            }
+        }
+    }
+    let contract = Contract {
+        freshness_sla: glue
+            .parameters
+            .get("freshness_sla")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+        table_tags: effective_tags(
+            ontology,
+            &[(TagLevel::Table, table_tags), (TagLevel::Database, db_tags)],
+        ),
+    };
+    let columns = glue
+        .columns
+        .iter()
+        .map(|c| {
+            let own: LevelTags = match &column_tags {
+                None => LevelTags::NotCollected,
+                Some(Recorded::AccessDenied(_)) => LevelTags::Withheld,
+                // Lake Formation lists only columns that carry tags of their own: a column it
+                // does not list was read and has none at this level.
+                Some(Recorded::Ok(list)) => LevelTags::Read(
+                    list.iter()
+                        .find(|(name, _)| name == &c.name)
+                        .map(|(_, tags)| tags.clone())
+                        .unwrap_or_default(),
+                ),
+            };
+            Column {
+                name: c.name.clone(),
+                data_type: c.data_type.clone(),
+                description: c.comment.clone(),
+                description_state: if c.comment.is_some() {
+                    FieldState::Present
+                } else {
+                    FieldState::EmptyInSource
+                },
+                is_partition_key: c.is_partition_key,
+                lf_tags: effective_tags(
+                    ontology,
+                    &[
+                        (TagLevel::Column, &own),
+                        (TagLevel::Table, table_tags),
+                        (TagLevel::Database, db_tags),
+                    ],
+                ),
+            }
+        })
+        .collect();
+    Ok(Dataset {
+        metadata: DatasetMetadata {
+            name: table.clone(),
+            domain: domain.clone(),
+            database: glue.database,
+            owner: glue.owner,
+            description: glue.description,
+            updated_at: glue.update_time,
+        },
+        contract,
+        columns,
+    })
+}
+
 /// A domain with its owner.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DomainInfo {
@@ -314,7 +424,14 @@ pub enum CatalogError {
     },
     #[error("role '{role}' is not in this catalog; known roles: {}", roles.join(", "))]
     RoleNotFound { role: String, roles: Vec<String> },
-    #[error("upstream response {0}; the source changed shape: re-record it or report the response to the govcat maintainers")]
+    #[error("{what}: tag {key}={value} is not in the ontology (allowed for {key}: {}); fix the tag in the source or ask governance to add the value to ontology/lf-tags.json", allowed.join(", "))]
+    TagOutsideOntology {
+        what: String,
+        key: String,
+        value: String,
+        allowed: Vec<String>,
+    },
+    #[error("upstream response {0}; the source changed shape: fix or re-record the file (docs/catalog-format.md), or report the response to the govcat maintainers")]
     UpstreamSchema(#[from] SchemaError),
     #[error("{thing}: {problem}; {next}")]
     Io {
@@ -352,7 +469,7 @@ pub enum CatalogError {
 impl CatalogError {
     /// Whether the source could not be reached or refused us (as opposed to one bad table).
     pub fn is_upstream_failure(&self) -> bool {
-        matches!(self.kind(), "UpstreamUnavailable" | "UpstreamAccessDenied" | "SourceUnavailable")
+        matches!(self.kind(), "UpstreamUnavailable" | "UpstreamAccessDenied")
     }
 
     pub fn kind(&self) -> &'static str {
@@ -361,6 +478,7 @@ impl CatalogError {
             CatalogError::DatasetNotFound { .. } => "DatasetNotFound",
             CatalogError::RoleNotFound { .. } => "RoleNotFound",
             CatalogError::UpstreamSchema(_) => "UpstreamSchemaError",
+            CatalogError::TagOutsideOntology { .. } => "TagOutsideOntology",
             CatalogError::Io { .. } => "SourceUnavailable",
             CatalogError::UpstreamUnavailable { .. } => "UpstreamUnavailable",
             CatalogError::UpstreamAccessDenied { .. } => "UpstreamAccessDenied",

@@ -65,7 +65,7 @@ impl Vectors {
     }
 
     pub fn from_bytes(bytes: &[u8], dim: usize, file: &str) -> Result<Vectors, IndexError> {
-        if dim == 0 || bytes.len() % (4 * dim) != 0 {
+        if dim == 0 || !bytes.len().is_multiple_of(4 * dim) {
             return Err(IndexError::Corrupt {
                 file: file.to_string(),
                 problem: format!("{} bytes is not a whole number of {dim}-dimensional f32 vectors", bytes.len()),

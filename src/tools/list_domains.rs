@@ -58,7 +58,7 @@ pub fn run(ctx: &Context, caller: &Caller, _input: Input) -> Result<Output, Tool
         entries.push(Entry {
             dataset_count: datasets.len(),
             column_count: datasets.iter().map(|ds| ds.columns.len()).sum(),
-            counts_excluded: (!unreadable.is_empty()).then(|| CountsExcluded {
+            counts_excluded: (!unreadable.is_empty()).then_some(CountsExcluded {
                 tables: unreadable.len(),
                 unreadable,
             }),

@@ -1,16 +1,12 @@
 //! The responses that make up one dataset, in the JSON shape of the `dir` format's files, and
 //! their assembly into a [`Dataset`] through the parse boundary. The `aws` source assembles
 //! what it just read; `record` writes the same values to disk, where the `dir` source reads them
-//! back. The assembly mirrors `DirSource::get_dataset` step for step (the record/dir equivalence
-//! test holds them together); the two should become one function in `catalog`.
+//! back. Both sources assemble through the same `catalog::assemble`.
 
 use serde_json::Value;
 
-use crate::catalog::boundary::{self, Recorded, SchemaError};
-use crate::catalog::{
-    effective_tags, CatalogError, Column, Contract, Dataset, DatasetMetadata, Domain, FieldState,
-    LevelTags, TableName, TagLevel,
-};
+use crate::catalog::boundary::{self, SchemaError};
+use crate::catalog::{CatalogError, Dataset, Domain, LevelTags, TableName};
 use crate::ontology::Ontology;
 
 /// The responses of one table: `get-table.json`, `lf-table.json`, `lf-columns.json`.
@@ -54,68 +50,16 @@ pub fn assemble_dataset(
         recorded.lf_columns.clone(),
         &format!("{what} GetResourceLFTags(columns)"),
     )?;
-    let contract = Contract {
-        freshness_sla: glue
-            .parameters
-            .get("freshness_sla")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        table_tags: effective_tags(
-            ontology,
-            &[
-                (TagLevel::Table, &table_tags),
-                (TagLevel::Database, &db_tags),
-            ],
-        ),
-    };
-    let columns = glue
-        .columns
-        .iter()
-        .map(|c| {
-            let own = match &column_tags {
-                Recorded::AccessDenied(_) => LevelTags::Withheld,
-                // Lake Formation lists only columns that carry tags of their own: a column it
-                // does not list was read and has none at this level.
-                Recorded::Ok(list) => LevelTags::Read(
-                    list.iter()
-                        .find(|(name, _)| name == &c.name)
-                        .map(|(_, tags)| tags.clone())
-                        .unwrap_or_default(),
-                ),
-            };
-            Column {
-                name: c.name.clone(),
-                data_type: c.data_type.clone(),
-                description: c.comment.clone(),
-                description_state: if c.comment.is_some() {
-                    FieldState::Present
-                } else {
-                    FieldState::EmptyInSource
-                },
-                is_partition_key: c.is_partition_key,
-                lf_tags: effective_tags(
-                    ontology,
-                    &[
-                        (TagLevel::Column, &own),
-                        (TagLevel::Table, &table_tags),
-                        (TagLevel::Database, &db_tags),
-                    ],
-                ),
-            }
-        })
-        .collect();
-    Ok(Dataset {
-        metadata: DatasetMetadata {
-            name: table.clone(),
-            domain: domain.clone(),
-            database: glue.database,
-            owner: glue.owner,
-            description: glue.description,
-            updated_at: glue.update_time,
-        },
-        contract,
-        columns,
-    })
+    crate::catalog::assemble(
+        ontology,
+        domain,
+        table,
+        glue,
+        &db_tags,
+        &table_tags,
+        Some(column_tags),
+        what,
+    )
 }
 
 #[cfg(test)]
