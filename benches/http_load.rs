@@ -342,6 +342,11 @@ fn metric(text: &str, name: &str) -> Option<f64> {
 }
 
 fn main() {
+    // `cargo bench` passes --bench; `cargo test --all-targets` runs this binary without it.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("http_load: a bench, not a test; run it with `cargo bench --bench http_load`");
+        return;
+    }
     let opts = options();
     let work = prepare();
     let server = Server::start(&work, opts.watch);

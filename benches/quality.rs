@@ -208,6 +208,10 @@ fn bar_chart(rows: &[(&str, Metrics)]) -> String {
 }
 
 fn main() {
+    // `cargo test --all-targets` runs bench targets too; measure only under `cargo bench`.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out_dir = root.join("target/bench");
     fs::create_dir_all(&out_dir).expect("target/bench");

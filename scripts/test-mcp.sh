@@ -75,16 +75,16 @@ if [ -z "$summary" ]; then
 fi
 echo "$summary"
 
-printf '\n%-44s %-9s %s\n' "required scenario" "result" "checks"
+printf '\n%-52s %-10s %s\n' "required scenario" "result" "checks"
 for s in "${REQUIRED[@]}"; do
   line="$(grep -E "^[✓✗] $s: " <<<"$summary" || true)"
   if [[ "$line" == "✓ $s: "* ]]; then result=PASS; else result=FAIL; status=1; fi
-  printf '%-44s %-9s %s\n' "$s" "$result" "${line#*: }"
+  printf '%-52s %-10s %s\n' "$s" "$result" "${line#*: }"
 done
 
 echo
 echo "== conformance $CONFORMANCE_NEXT (protocol 2026-07-28) =="
-printf '%-44s %-9s %s\n' "scenario" "result" "checks"
+printf '%-52s %-10s %s\n' "scenario" "result" "checks"
 for s in "${REQUIRED_NEXT[@]}" "${INFO_NEXT[@]}"; do
   out="$(cd "$work" && npx -y "$CONFORMANCE_NEXT" server --url "$url" --scenario "$s" 2>&1 || true)"
   counts="$(grep -oE 'Passed: [0-9]+/[0-9]+, [0-9]+ failed' <<<"$out" | tail -1 || true)"
@@ -96,7 +96,7 @@ for s in "${REQUIRED_NEXT[@]}" "${INFO_NEXT[@]}"; do
   elif [ "$result" = FAIL ]; then
     status=1
   fi
-  printf '%-44s %-9s %s\n' "$s [$kind]" "$result" "${counts:-no result}"
+  printf '%-52s %-10s %s\n' "$s [$kind]" "$result" "${counts:-no result}"
 done
 
 if [ "$status" -ne 0 ]; then

@@ -24,7 +24,7 @@ step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 
 step "cargo test"
-cargo test --all-targets -- --test-threads=2
+cargo test -- --test-threads=2
 
 step "MCP clients and conformance"
 GOVCAT_BIN="$PWD/target/debug/govcat" scripts/test-mcp.sh

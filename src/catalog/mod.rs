@@ -220,6 +220,7 @@ impl Caller {
 /// Builds a dataset from its parsed upstream parts: the one assembly both sources use.
 /// Refuses column tags for a column Glue does not list (a typo must not silently drop a tag)
 /// and tag values outside the ontology (the closed set reaches no caller).
+#[allow(clippy::too_many_arguments)]
 pub fn assemble(
     ontology: &Ontology,
     domain: &Domain,

@@ -65,7 +65,7 @@ pub fn assemble_dataset(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::TagState;
+    use crate::catalog::{FieldState, TagLevel, TagState};
     use serde_json::json;
     use std::path::Path;
 
