@@ -109,6 +109,10 @@ pub trait Embedder: Send + Sync {
             EmbedError::Inference("the model returned no vector for one text".into())
         })
     }
+    /// Query-cache (hits, misses), for backends that cache; `None` otherwise.
+    fn cache_stats(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// The model directory: `$GOVCAT_MODEL_DIR` if set and non-empty, else [`DEFAULT_MODEL_DIR`].
@@ -450,6 +454,9 @@ fn load_tokenizer(path: &Path) -> Result<Tokenizer, EmbedError> {
 }
 
 impl Embedder for MiniLm {
+    fn cache_stats(&self) -> Option<(u64, u64)> {
+        Some(MiniLm::cache_stats(self))
+    }
     fn model_id(&self) -> &str {
         MINILM_MODEL_ID
     }

@@ -294,6 +294,7 @@ pub fn suggestions(description: &str) -> Vec<String> {
     let words: Vec<String> = crate::index::text::words(description)
         .into_iter()
         .filter(|w| w.chars().count() >= 4)
+        .filter(|w| !crate::index::lexical::QUERY_BOILERPLATE.contains(&w.as_str()))
         .collect();
     if words.len() > 1 {
         for w in &words {

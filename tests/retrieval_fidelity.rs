@@ -119,7 +119,7 @@ fn echo(built: &Built, description: &str, domains: Value, scope_source: &str, li
         "cursor": null,
         "mode": "hybrid",
         "snapshot_id": built.manifest.id,
-        "min_similarity": Params::default().min_similarity,
+        "min_similarity": (f64::from(Params::default().min_similarity) * 1000.0).round() / 1000.0,
     })
 }
 
@@ -489,7 +489,7 @@ fn an_empty_result_echoes_what_actually_ran_and_differently_sent_runs_read_diffe
             "cursor": null,
             "mode": "bm25",
             "snapshot_id": built.manifest.id,
-            "min_similarity": Params::default().min_similarity,
+            "min_similarity": (f64::from(Params::default().min_similarity) * 1000.0).round() / 1000.0,
         })
     );
     assert_eq!(

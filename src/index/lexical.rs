@@ -168,7 +168,7 @@ pub struct Lexical {
 /// Words that describe the act of describing a column ("contains", "column", "field"), not
 /// its content. Dropped from free-text query words (phrases keep them): otherwise every
 /// description that happens to say "contains" competes with the real match.
-const QUERY_BOILERPLATE: &[&str] = &[
+pub const QUERY_BOILERPLATE: &[&str] = &[
     "contain", "contains", "containing", "column", "columns", "field", "fields", "holds", "hold",
     "stores", "store", "stored", "value", "values", "data", "new", "which", "what", "tag", "tags",
     "copy", "should", "i", "we", "our", "my", "adding", "add", "where", "find",

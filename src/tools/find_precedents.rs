@@ -102,7 +102,7 @@ pub struct RequestEcho {
     pub cursor: Option<String>,
     pub mode: Mode,
     pub snapshot_id: String,
-    pub min_similarity: f32,
+    pub min_similarity: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -261,6 +261,24 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
     };
     let mode = input.mode.unwrap_or(Mode::Hybrid);
     let (domains, scope_source) = resolve_domains(&snapshot, caller, input.domains.as_deref())?;
+    if domains.is_empty() && kinds.contains(&Kind::Column) {
+        // A caller who may read no domain asked for columns: that is an authorisation
+        // answer, not an empty result (rule 3).
+        let scopes: Vec<String> = snapshot
+            .domains
+            .iter()
+            .map(|d| Caller::scope_for(&Domain(d.clone())))
+            .collect();
+        return Err(ToolError::new(
+            "InsufficientScope",
+            format!(
+                "you may read no domain of this catalog, so no column can be searched; any one of the scopes {} grants a domain — ask your administrator, or search kinds [ontology_value] only",
+                scopes.join(" ")
+            ),
+        )
+        .with("required_scopes", scopes)
+        .with("any_of", true));
+    }
     let params = ctx.retrieval;
     let query = retrieval::Query {
         description: &description,
@@ -306,7 +324,7 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
         cursor: input.cursor.clone(),
         mode,
         snapshot_id: snapshot.manifest.id.clone(),
-        min_similarity: params.min_similarity,
+        min_similarity: (f64::from(params.min_similarity) * 1000.0).round() / 1000.0,
     };
     let empty = page.is_empty();
     let hint = empty.then(|| {
