@@ -85,7 +85,12 @@ fn evaluate(ranked: &[Vec<String>], labelled: &[&Labelled]) -> Metrics {
         ..Default::default()
     };
     for (ids, q) in ranked.iter().zip(labelled) {
-        let direct: Vec<&String> = q.relevant.iter().filter(|(_, g)| **g == 2).map(|(id, _)| id).collect();
+        let direct: Vec<&String> = q
+            .relevant
+            .iter()
+            .filter(|(_, g)| **g == 2)
+            .map(|(id, _)| id)
+            .collect();
         let recall = |k: usize| {
             let found = ids.iter().take(k).filter(|id| direct.contains(id)).count();
             found as f64 / direct.len().min(k).max(1) as f64
@@ -96,8 +101,12 @@ fn evaluate(ranked: &[Vec<String>], labelled: &[&Labelled]) -> Metrics {
         m.hit_at_1 += f64::from(ids.iter().take(1).any(|id| direct.contains(&id)));
         m.hit_at_5 += f64::from(ids.iter().take(5).any(|id| direct.contains(&id)));
         let all_rel = q.relevant.len().max(1);
-        m.full_recall_at_10 +=
-            ids.iter().take(10).filter(|id| q.relevant.contains_key(*id)).count() as f64 / all_rel as f64;
+        m.full_recall_at_10 += ids
+            .iter()
+            .take(10)
+            .filter(|id| q.relevant.contains_key(*id))
+            .count() as f64
+            / all_rel as f64;
         if let Some(pos) = ids.iter().position(|id| q.relevant.contains_key(id)) {
             m.mrr += 1.0 / (pos as f64 + 1.0);
         }
@@ -182,27 +191,60 @@ fn is_calibration(id: &str) -> bool {
 }
 
 fn bar_chart(rows: &[(&str, Metrics)]) -> String {
-    let metrics = ["recall_at_1", "recall_at_5", "recall_at_10", "mrr", "ndcg_at_10"];
+    let metrics = [
+        "recall_at_1",
+        "recall_at_5",
+        "recall_at_10",
+        "mrr",
+        "ndcg_at_10",
+    ];
     let colors = ["#8da0cb", "#fc8d62", "#66c2a5"];
     let (w, h, left, bottom) = (760.0, 320.0, 50.0, 40.0);
     let group = (w - left) / metrics.len() as f64;
     let bw = group / (rows.len() as f64 + 1.0);
-    let mut svg = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{}" font-family="sans-serif" font-size="12">"#, h + 30.0);
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{}" font-family="sans-serif" font-size="12">"#,
+        h + 30.0
+    );
     for i in 0..=10 {
         let y = h - bottom - (h - bottom - 10.0) * f64::from(i) / 10.0;
-        svg += &format!(r##"<line x1="{left}" x2="{w}" y1="{y}" y2="{y}" stroke="#ddd"/><text x="5" y="{}">{:.1}</text>"##, y + 4.0, f64::from(i) / 10.0);
+        svg += &format!(
+            r##"<line x1="{left}" x2="{w}" y1="{y}" y2="{y}" stroke="#ddd"/><text x="5" y="{}">{:.1}</text>"##,
+            y + 4.0,
+            f64::from(i) / 10.0
+        );
     }
     for (mi, name) in metrics.iter().enumerate() {
         for (ri, (_, m)) in rows.iter().enumerate() {
-            let v = serde_json::to_value(m).ok().and_then(|j| j[name].as_f64()).unwrap_or(0.0);
+            let v = serde_json::to_value(m)
+                .ok()
+                .and_then(|j| j[name].as_f64())
+                .unwrap_or(0.0);
             let bh = (h - bottom - 10.0) * v;
             let x = left + group * mi as f64 + bw * (ri as f64 + 0.5);
-            svg += &format!(r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}" fill="{}"><title>{} {name}: {v:.3}</title></rect>"#, h - bottom - bh, bw * 0.9, colors[ri % 3], rows[ri].0);
+            svg += &format!(
+                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}" fill="{}"><title>{} {name}: {v:.3}</title></rect>"#,
+                h - bottom - bh,
+                bw * 0.9,
+                colors[ri % 3],
+                rows[ri].0
+            );
         }
-        svg += &format!(r#"<text x="{:.1}" y="{}" text-anchor="middle">{name}</text>"#, left + group * (mi as f64 + 0.5), h - bottom + 18.0);
+        svg += &format!(
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{name}</text>"#,
+            left + group * (mi as f64 + 0.5),
+            h - bottom + 18.0
+        );
     }
     for (ri, (label, _)) in rows.iter().enumerate() {
-        svg += &format!(r#"<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{label}</text>"#, left + 120.0 * ri as f64, h + 8.0, colors[ri % 3], left + 16.0 + 120.0 * ri as f64, h + 18.0);
+        svg += &format!(
+            r#"<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{label}</text>"#,
+            left + 120.0 * ri as f64,
+            h + 8.0,
+            colors[ri % 3],
+            left + 16.0 + 120.0 * ri as f64,
+            h + 18.0
+        );
     }
     svg + "</svg>"
 }
@@ -216,13 +258,16 @@ fn main() {
     let out_dir = root.join("target/bench");
     fs::create_dir_all(&out_dir).expect("target/bench");
     let ontology = Ontology::load(&root.join("ontology/lf-tags.json")).expect("ontology");
-    let source = DirSource::open(&root.join("fixtures/catalog"), ontology.clone()).expect("catalog");
-    let embedder = MiniLm::load(root.join("models/all-MiniLM-L6-v2")).expect("model: run scripts/fetch-model.sh");
+    let source =
+        DirSource::open(&root.join("fixtures/catalog"), ontology.clone()).expect("catalog");
+    let embedder = MiniLm::load(root.join("models/all-MiniLM-L6-v2"))
+        .expect("model: run scripts/fetch-model.sh");
     let index_dir = out_dir.join("quality-index");
     let reuse = std::env::var("GOVCAT_BENCH_REUSE").is_ok_and(|v| v == "1");
     if !(reuse && index_dir.join("CURRENT").exists()) {
         let t = Instant::now();
-        index::build(&index_dir, &ontology, &source, &embedder, &index::Quiet).expect("build snapshot");
+        index::build(&index_dir, &ontology, &source, &embedder, &index::Quiet)
+            .expect("build snapshot");
         eprintln!("snapshot built in {:.1}s", t.elapsed().as_secs_f64());
     }
     let snapshot = index::load_current(&index_dir, &embedder).expect("load snapshot");
@@ -232,13 +277,27 @@ fn main() {
     let known: HashMap<&str, ()> = snapshot.docs.iter().map(|d| (d.id.as_str(), ())).collect();
     for q in &queries {
         for id in q.relevant.keys() {
-            assert!(known.contains_key(id.as_str()), "{}: {id} is not in the snapshot", q.id);
+            assert!(
+                known.contains_key(id.as_str()),
+                "{}: {id} is not in the snapshot",
+                q.id
+            );
         }
     }
     let t = Instant::now();
-    let raws: Vec<Raw> = queries.iter().map(|q| raw(&snapshot, &embedder, &q.query)).collect();
-    let neg_raws: Vec<Raw> = negatives.iter().map(|q| raw(&snapshot, &embedder, &q.query)).collect();
-    eprintln!("{} queries retrieved in {:.1}s", raws.len() + neg_raws.len(), t.elapsed().as_secs_f64());
+    let raws: Vec<Raw> = queries
+        .iter()
+        .map(|q| raw(&snapshot, &embedder, &q.query))
+        .collect();
+    let neg_raws: Vec<Raw> = negatives
+        .iter()
+        .map(|q| raw(&snapshot, &embedder, &q.query))
+        .collect();
+    eprintln!(
+        "{} queries retrieved in {:.1}s",
+        raws.len() + neg_raws.len(),
+        t.elapsed().as_secs_f64()
+    );
 
     let split = |cal: bool| -> (Vec<&Labelled>, Vec<&Raw>) {
         queries
@@ -254,49 +313,67 @@ fn main() {
     // entries on the negative queries (the floor's job).
     let mut best: Option<(f64, Params, Metrics, f64)> = None;
     let mut by_fusion = serde_json::Map::new();
-    for (fusion, ks) in [(Fusion::Rrf, vec![5.0, 10.0, 20.0, 40.0, 60.0]), (Fusion::WeightedSum, vec![0.0])] {
-    let mut best_of_fusion: Option<(f64, Params, Metrics)> = None;
-    for rrf_k in ks {
-        for dense_weight in [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0] {
-            for floor in [0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55] {
-                let p = Params {
-                    fusion,
-                    rrf_k,
-                    lexical_weight: 1.0,
-                    dense_weight,
-                    min_similarity: floor,
-                };
-                let m = evaluate(&ranked(&snapshot, &cal_r, &p, Side::Hybrid), &cal_q);
-                let neg = negative_semantic_rate(&snapshot, &neg_raws, &p);
-                let objective = m.ndcg_at_10 - 0.05 * neg;
-                if best.as_ref().is_none_or(|b| objective > b.0) {
-                    best = Some((objective, p, m, neg));
-                }
-                if best_of_fusion.as_ref().is_none_or(|b| objective > b.0) {
-                    best_of_fusion = Some((objective, p, m));
+    for (fusion, ks) in [
+        (Fusion::Rrf, vec![5.0, 10.0, 20.0, 40.0, 60.0]),
+        (Fusion::WeightedSum, vec![0.0]),
+    ] {
+        let mut best_of_fusion: Option<(f64, Params, Metrics)> = None;
+        for rrf_k in ks {
+            for dense_weight in [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0] {
+                for floor in [0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55] {
+                    let p = Params {
+                        fusion,
+                        rrf_k,
+                        lexical_weight: 1.0,
+                        dense_weight,
+                        min_similarity: floor,
+                    };
+                    let m = evaluate(&ranked(&snapshot, &cal_r, &p, Side::Hybrid), &cal_q);
+                    let neg = negative_semantic_rate(&snapshot, &neg_raws, &p);
+                    let objective = m.ndcg_at_10 - 0.05 * neg;
+                    if best.as_ref().is_none_or(|b| objective > b.0) {
+                        best = Some((objective, p, m, neg));
+                    }
+                    if best_of_fusion.as_ref().is_none_or(|b| objective > b.0) {
+                        best_of_fusion = Some((objective, p, m));
+                    }
                 }
             }
         }
-    }
-    if let Some((_, p, m)) = best_of_fusion {
-        by_fusion.insert(format!("{fusion:?}"), json!({"params": p, "calibration": m,
-            "held_out": evaluate(&ranked(&snapshot, &held_r, &p, Side::Hybrid), &held_q)}));
-    }
+        if let Some((_, p, m)) = best_of_fusion {
+            by_fusion.insert(
+                format!("{fusion:?}"),
+                json!({"params": p, "calibration": m,
+            "held_out": evaluate(&ranked(&snapshot, &held_r, &p, Side::Hybrid), &held_q)}),
+            );
+        }
     }
     let (_, tuned, cal_metrics, tuned_neg) = best.expect("grid is not empty");
     let shipped = Params::default();
 
     let mut report_rows = Vec::new();
     let mut by_mode = serde_json::Map::new();
-    for (label, side) in [("bm25", Side::Bm25), ("dense", Side::Dense), ("hybrid", Side::Hybrid)] {
+    for (label, side) in [
+        ("bm25", Side::Bm25),
+        ("dense", Side::Dense),
+        ("hybrid", Side::Hybrid),
+    ] {
         let all_q: Vec<&Labelled> = queries.iter().collect();
         let all_r: Vec<&Raw> = raws.iter().collect();
         let all = evaluate(&ranked(&snapshot, &all_r, &shipped, side), &all_q);
         let held = evaluate(&ranked(&snapshot, &held_r, &shipped, side), &held_q);
         let de_q: Vec<&Labelled> = queries.iter().filter(|q| q.lang == "de").collect();
-        let de_r: Vec<&Raw> = queries.iter().zip(&raws).filter(|(q, _)| q.lang == "de").map(|(_, r)| r).collect();
+        let de_r: Vec<&Raw> = queries
+            .iter()
+            .zip(&raws)
+            .filter(|(q, _)| q.lang == "de")
+            .map(|(_, r)| r)
+            .collect();
         let de = evaluate(&ranked(&snapshot, &de_r, &shipped, side), &de_q);
-        by_mode.insert(label.to_string(), json!({"all": all, "held_out": held, "german": de}));
+        by_mode.insert(
+            label.to_string(),
+            json!({"all": all, "held_out": held, "german": de}),
+        );
         report_rows.push((label, held));
     }
 
@@ -305,11 +382,15 @@ fn main() {
     let mut returned = 0usize;
     let mut oov = 0usize;
     for r in &raws {
-        for h in fuse(&snapshot, &shipped, &r.lexical, &r.dense).iter().take(10) {
+        for h in fuse(&snapshot, &shipped, &r.lexical, &r.dense)
+            .iter()
+            .take(10)
+        {
             returned += 1;
             let d = snapshot.doc(h.ord);
             let bad_tag = d.lf_tags.as_ref().is_some_and(|tags| {
-                tags.iter().any(|(k, t)| t.value().is_some_and(|v| !ontology.contains(k, v)))
+                tags.iter()
+                    .any(|(k, t)| t.value().is_some_and(|v| !ontology.contains(k, v)))
             });
             if !known.contains_key(d.id.as_str()) || bad_tag {
                 oov += 1;
@@ -324,8 +405,17 @@ fn main() {
                 .map(|h| snapshot.doc(h.ord).id.clone())
                 .collect();
             if !top.iter().any(|id| q.relevant.get(id) == Some(&2)) {
-                let want: Vec<&String> = q.relevant.iter().filter(|(_, g)| **g == 2).map(|(i, _)| i).take(3).collect();
-                eprintln!("MISS {} [{}] {:?}\n   got  {:?}\n   want {:?}", q.id, q.lang, q.query, top, want);
+                let want: Vec<&String> = q
+                    .relevant
+                    .iter()
+                    .filter(|(_, g)| **g == 2)
+                    .map(|(i, _)| i)
+                    .take(3)
+                    .collect();
+                eprintln!(
+                    "MISS {} [{}] {:?}\n   got  {:?}\n   want {:?}",
+                    q.id, q.lang, q.query, top, want
+                );
             }
         }
     }
@@ -361,7 +451,11 @@ fn main() {
         "contains_an_eu_iban_top1": iban_top,
     });
     let json_path = out_dir.join("quality.json");
-    fs::write(&json_path, serde_json::to_string_pretty(&report).expect("json")).expect("write quality.json");
+    fs::write(
+        &json_path,
+        serde_json::to_string_pretty(&report).expect("json"),
+    )
+    .expect("write quality.json");
     let table: String = report_rows
         .iter()
         .map(|(label, m)| {
@@ -391,10 +485,22 @@ fn main() {
         bar_chart(&report_rows)
     );
     fs::write(out_dir.join("quality.html"), html).expect("write quality.html");
-    println!("{}", serde_json::to_string_pretty(&report["metrics_with_shipped_params"]).expect("json"));
-    println!("calibration: {}", serde_json::to_string(&report["calibration"]).expect("json"));
-    println!("negatives with a semantic-only entry: {}", report["negatives_with_semantic_only_entry"]);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&report["metrics_with_shipped_params"]).expect("json")
+    );
+    println!(
+        "calibration: {}",
+        serde_json::to_string(&report["calibration"]).expect("json")
+    );
+    println!(
+        "negatives with a semantic-only entry: {}",
+        report["negatives_with_semantic_only_entry"]
+    );
     println!("out of vocabulary: {}", report["out_of_vocabulary"]);
-    println!("\"contains an EU IBAN\" top 1: {}", report["contains_an_eu_iban_top1"]);
+    println!(
+        "\"contains an EU IBAN\" top 1: {}",
+        report["contains_an_eu_iban_top1"]
+    );
     println!("wrote {} and quality.html", json_path.display());
 }

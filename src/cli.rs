@@ -274,7 +274,12 @@ pub fn run(cli: Cli) -> ExitCode {
 
 /// Builds the context (with the model and the current snapshot when `retrieval` is set) and
 /// runs one tool, printing its outcome.
-fn run_tool<A: std::borrow::Borrow<Value>>(cli: &Cli, retrieval: bool, tool: &str, args: A) -> ExitCode {
+fn run_tool<A: std::borrow::Borrow<Value>>(
+    cli: &Cli,
+    retrieval: bool,
+    tool: &str,
+    args: A,
+) -> ExitCode {
     let built = if retrieval {
         retrieval_context(cli)
     } else {
@@ -326,7 +331,8 @@ pub fn retrieval_context(cli: &Cli) -> Result<Context, ToolError> {
     let ctx = context(cli)?;
     let embedder = load_embedder()?;
     let handle = crate::index::SnapshotHandle::new();
-    let snapshot = crate::index::load_current(&cli.index, embedder.as_ref()).map_err(index_error)?;
+    let snapshot =
+        crate::index::load_current(&cli.index, embedder.as_ref()).map_err(index_error)?;
     handle.swap(snapshot);
     Ok(ctx.with_retrieval(embedder, handle))
 }
@@ -362,8 +368,14 @@ fn run_index(cli: &Cli) -> ExitCode {
         if cli.json {
             bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
         }
-        crate::index::build(&cli.index, &ctx.ontology, ctx.source.as_ref(), embedder.as_ref(), &Bar(bar))
-            .map_err(index_error)
+        crate::index::build(
+            &cli.index,
+            &ctx.ontology,
+            ctx.source.as_ref(),
+            embedder.as_ref(),
+            &Bar(bar),
+        )
+        .map_err(index_error)
     })();
     match result {
         Ok(m) => {
@@ -547,7 +559,11 @@ fn render(tool: &str, v: &Value) -> String {
                     e["score"].as_f64().unwrap_or(0.0),
                     s(&e["match_type"]),
                     s(&e["id"]),
-                    if tags.is_empty() { s(&e["description"]).to_string() } else { tags }
+                    if tags.is_empty() {
+                        s(&e["description"]).to_string()
+                    } else {
+                        tags
+                    }
                 );
             }
             if let Some(c) = v.get("next_cursor").and_then(Value::as_str) {
@@ -558,14 +574,21 @@ fn render(tool: &str, v: &Value) -> String {
             for k in list("keys") {
                 out += &format!("{}:\n", s(&k["key"]));
                 if let Some(i) = k.get("inherited_in_target").filter(|i| !i.is_null()) {
-                    out += &format!("  inherited in target: {} (from {})\n", s(&i["value"]), s(&i["assigned_at"]));
+                    out += &format!(
+                        "  inherited in target: {} (from {})\n",
+                        s(&i["value"]),
+                        s(&i["assigned_at"])
+                    );
                 }
                 for c in k["candidates"].as_array().unwrap_or(&empty) {
                     out += &format!(
                         "  {:<20} precedents {:>5.2} {:?}",
                         s(&c["value"]),
                         c["precedents"]["share"].as_f64().unwrap_or(0.0),
-                        c["precedents"]["columns"].as_array().map(|a| a.len()).unwrap_or(0)
+                        c["precedents"]["columns"]
+                            .as_array()
+                            .map(|a| a.len())
+                            .unwrap_or(0)
                     );
                     if let Some(sib) = c.get("siblings").filter(|x| !x.is_null()) {
                         out += &format!("  siblings {:>5.2}", sib["share"].as_f64().unwrap_or(0.0));
@@ -573,7 +596,11 @@ fn render(tool: &str, v: &Value) -> String {
                     out += "\n";
                 }
             }
-            out += &format!("proposal ({}): {}\n", s(&v["proposal"]["resolution"]), v["proposal"]["tags"]);
+            out += &format!(
+                "proposal ({}): {}\n",
+                s(&v["proposal"]["resolution"]),
+                v["proposal"]["tags"]
+            );
             out += &format!("decision: {}\n", s(&v["decision"]));
         }
         _ => out += &format!("{v:#}\n"),

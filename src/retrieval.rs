@@ -22,7 +22,9 @@ use crate::index::Snapshot;
 pub const CANDIDATES: usize = 100;
 
 /// Which sides run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     Hybrid,
@@ -160,7 +162,9 @@ pub fn fuse(
     dense: &[(u32, f32)],
 ) -> Vec<Hit> {
     let mut hits: HashMap<u32, Hit> = HashMap::new();
-    let best_bm25 = lexical.first().map_or(1.0, |(_, s)| f64::from(*s).max(1e-9));
+    let best_bm25 = lexical
+        .first()
+        .map_or(1.0, |(_, s)| f64::from(*s).max(1e-9));
     let side_score = |weight: f64, rank: u32, raw: f64| match params.fusion {
         Fusion::Rrf => weight / (params.rrf_k + f64::from(rank)),
         Fusion::WeightedSum => weight * raw,
@@ -235,7 +239,9 @@ pub struct Cursor {
 /// Why a cursor was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CursorError {
-    #[error("the cursor is not one govcat issued (it does not decode); start again without a cursor")]
+    #[error(
+        "the cursor is not one govcat issued (it does not decode); start again without a cursor"
+    )]
     Malformed,
     #[error("the cursor belongs to snapshot {cursor} but snapshot {current} is being served; repeat the search without a cursor to page the current snapshot")]
     OtherSnapshot { cursor: String, current: String },
@@ -333,7 +339,10 @@ pub fn suggestions(description: &str) -> Vec<String> {
     }
     broad.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut out: Vec<String> = Vec::new();
-    for s in specific.into_iter().chain(broad.into_iter().map(|(_, s)| s)) {
+    for s in specific
+        .into_iter()
+        .chain(broad.into_iter().map(|(_, s)| s))
+    {
         if !out.contains(&s) && s.trim_end_matches('*') != description.trim().to_lowercase() {
             out.push(s);
         }
@@ -375,7 +384,9 @@ mod tests {
                 "quellensteu*".to_string(),
             ]
         );
-        assert!(s.iter().all(|x| x.trim_end_matches('*').chars().count() >= 4));
+        assert!(s
+            .iter()
+            .all(|x| x.trim_end_matches('*').chars().count() >= 4));
     }
 
     #[test]

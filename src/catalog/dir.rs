@@ -192,7 +192,11 @@ impl CatalogSource for DirSource {
         Ok(out)
     }
 
-    fn list_tables(&self, _caller: &Caller, domain: &Domain) -> Result<Vec<TableName>, CatalogError> {
+    fn list_tables(
+        &self,
+        _caller: &Caller,
+        domain: &Domain,
+    ) -> Result<Vec<TableName>, CatalogError> {
         self.check_domain(domain)?;
         let dir = self.domain_dir(domain).join("tables");
         if !dir.is_dir() {
@@ -212,7 +216,9 @@ impl CatalogSource for DirSource {
         self.check_domain(domain)?;
         let dir = self.table_dir(domain, table);
         let get_table = dir.join("get-table.json");
-        if !is_safe_name(&table.0) && subdirs_all(&self.domain_dir(domain).join("tables"))?.contains(&table.0) {
+        if !is_safe_name(&table.0)
+            && subdirs_all(&self.domain_dir(domain).join("tables"))?.contains(&table.0)
+        {
             return Err(CatalogError::Io {
                 thing: format!("table folder {}", dir.display()),
                 problem: "is not a valid table name (letters, digits, '_' and '-' only)".into(),
@@ -223,7 +229,11 @@ impl CatalogSource for DirSource {
             return Err(CatalogError::DatasetNotFound {
                 domain: domain.0.clone(),
                 table: table.0.clone(),
-                tables: self.list_tables(caller, domain)?.into_iter().map(|t| t.0).collect(),
+                tables: self
+                    .list_tables(caller, domain)?
+                    .into_iter()
+                    .map(|t| t.0)
+                    .collect(),
             });
         }
         let glue = boundary::parse_get_table(read_json(&get_table)?, &describe(&get_table))?;

@@ -502,7 +502,8 @@ pub trait CatalogSource: Send + Sync {
     /// All domains, ordered by name.
     fn list_domains(&self, caller: &Caller) -> Result<Vec<DomainInfo>, CatalogError>;
     /// The table names of one domain, ordered.
-    fn list_tables(&self, caller: &Caller, domain: &Domain) -> Result<Vec<TableName>, CatalogError>;
+    fn list_tables(&self, caller: &Caller, domain: &Domain)
+        -> Result<Vec<TableName>, CatalogError>;
     /// One dataset, read now (never from a snapshot).
     fn get_dataset(
         &self,

@@ -68,7 +68,10 @@ impl Vectors {
         if dim == 0 || !bytes.len().is_multiple_of(4 * dim) {
             return Err(IndexError::Corrupt {
                 file: file.to_string(),
-                problem: format!("{} bytes is not a whole number of {dim}-dimensional f32 vectors", bytes.len()),
+                problem: format!(
+                    "{} bytes is not a whole number of {dim}-dimensional f32 vectors",
+                    bytes.len()
+                ),
             });
         }
         let data = bytes
@@ -143,10 +146,15 @@ impl Dense {
     /// snapshot (loads happen at start and on swaps, not per request).
     pub fn with_hnsw(vectors: Vectors, dir: &Path) -> Result<Dense, IndexError> {
         let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, HNSW_BASENAME)));
-        let hnsw = io.load_hnsw::<f32, DistDot>().map_err(|e| IndexError::Corrupt {
-            file: dir.join(format!("{HNSW_BASENAME}.hnsw.graph")).display().to_string(),
-            problem: format!("cannot load the HNSW graph: {e}"),
-        })?;
+        let hnsw = io
+            .load_hnsw::<f32, DistDot>()
+            .map_err(|e| IndexError::Corrupt {
+                file: dir
+                    .join(format!("{HNSW_BASENAME}.hnsw.graph"))
+                    .display()
+                    .to_string(),
+                problem: format!("cannot load the HNSW graph: {e}"),
+            })?;
         Ok(Dense {
             vectors,
             hnsw: Some(hnsw),
@@ -172,8 +180,7 @@ impl Dense {
     ) -> Vec<(u32, f32)> {
         match &self.hnsw {
             Some(hnsw)
-                if (allowed_count as f64)
-                    >= HNSW_MIN_ALLOWED_SHARE * self.vectors.len() as f64 =>
+                if (allowed_count as f64) >= HNSW_MIN_ALLOWED_SHARE * self.vectors.len() as f64 =>
             {
                 let filter = |id: &usize| allowed(*id as u32);
                 let everything = allowed_count == self.vectors.len();
@@ -205,7 +212,12 @@ mod tests {
 
     #[test]
     fn exact_scan_orders_by_similarity_then_ordinal() {
-        let rows = [unit(&[1.0, 0.0]), unit(&[0.0, 1.0]), unit(&[1.0, 0.0]), unit(&[1.0, 1.0])];
+        let rows = [
+            unit(&[1.0, 0.0]),
+            unit(&[0.0, 1.0]),
+            unit(&[1.0, 0.0]),
+            unit(&[1.0, 1.0]),
+        ];
         let vectors = Vectors {
             dim: 2,
             data: rows.concat(),
@@ -248,7 +260,11 @@ mod tests {
             .iter()
             .map(|x| x.0)
             .collect();
-        let approx: Vec<u32> = dense.search(&q, 10, &|_| true, 500).iter().map(|x| x.0).collect();
+        let approx: Vec<u32> = dense
+            .search(&q, 10, &|_| true, 500)
+            .iter()
+            .map(|x| x.0)
+            .collect();
         let overlap = approx.iter().filter(|i| exact.contains(i)).count();
         assert!(overlap >= 9, "overlap {overlap}: {approx:?} vs {exact:?}");
     }

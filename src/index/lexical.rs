@@ -152,7 +152,9 @@ pub fn build(dir: &Path, docs: &[Document]) -> Result<(), IndexError> {
             ))
             .map_err(|e| tantivy_error("tantivy writer", e))?;
     }
-    writer.commit().map_err(|e| tantivy_error("tantivy commit", e))?;
+    writer
+        .commit()
+        .map_err(|e| tantivy_error("tantivy commit", e))?;
     writer
         .wait_merging_threads()
         .map_err(|e| tantivy_error("tantivy merge", e))?;
@@ -169,9 +171,36 @@ pub struct Lexical {
 /// its content. Dropped from free-text query words (phrases keep them): otherwise every
 /// description that happens to say "contains" competes with the real match.
 pub const QUERY_BOILERPLATE: &[&str] = &[
-    "contain", "contains", "containing", "column", "columns", "field", "fields", "holds", "hold",
-    "stores", "store", "stored", "value", "values", "data", "new", "which", "what", "tag", "tags",
-    "copy", "should", "i", "we", "our", "my", "adding", "add", "where", "find",
+    "contain",
+    "contains",
+    "containing",
+    "column",
+    "columns",
+    "field",
+    "fields",
+    "holds",
+    "hold",
+    "stores",
+    "store",
+    "stored",
+    "value",
+    "values",
+    "data",
+    "new",
+    "which",
+    "what",
+    "tag",
+    "tags",
+    "copy",
+    "should",
+    "i",
+    "we",
+    "our",
+    "my",
+    "adding",
+    "add",
+    "where",
+    "find",
 ];
 
 /// One parsed part of a query.
@@ -328,10 +357,7 @@ impl Lexical {
                     }
                 }
                 QueryPart::Prefix(p) => {
-                    let folded: String = fold(p)
-                        .chars()
-                        .filter(|c| c.is_alphanumeric())
-                        .collect();
+                    let folded: String = fold(p).chars().filter(|c| c.is_alphanumeric()).collect();
                     if folded.is_empty() {
                         continue;
                     }
@@ -368,7 +394,10 @@ impl Lexical {
             })
             .collect();
         Some(Box::new(BooleanQuery::new(vec![
-            (Occur::Must, Box::new(BooleanQuery::new(should)) as Box<dyn Query>),
+            (
+                Occur::Must,
+                Box::new(BooleanQuery::new(should)) as Box<dyn Query>,
+            ),
             (Occur::Must, Box::new(BooleanQuery::union(scope_filter))),
         ])))
     }

@@ -43,7 +43,9 @@ const KEEP_PREVIOUS: usize = 2;
 pub enum IndexError {
     #[error("no snapshot in {dir}: run `govcat index --index {dir}` to build one")]
     NoSnapshot { dir: String },
-    #[error("snapshot file {file} is corrupt ({problem}); run `govcat index` to rebuild the snapshot")]
+    #[error(
+        "snapshot file {file} is corrupt ({problem}); run `govcat index` to rebuild the snapshot"
+    )]
     Corrupt { file: String, problem: String },
     #[error("snapshot {id} was built with embedding model {built} but this server runs {running}; run `govcat index` to rebuild it with the running model")]
     ModelMismatch {
@@ -162,7 +164,11 @@ fn walk_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Ind
         if path.is_dir() {
             walk_files(root, &path, out)?;
         } else if path.file_name().and_then(|n| n.to_str()) != Some(MANIFEST) {
-            out.push(path.strip_prefix(root).map_err(|e| io_err(&path, e))?.to_path_buf());
+            out.push(
+                path.strip_prefix(root)
+                    .map_err(|e| io_err(&path, e))?
+                    .to_path_buf(),
+            );
         }
     }
     Ok(())
@@ -326,7 +332,8 @@ pub fn write_snapshot(
     fsync_dir(&snapshots);
     let tmp = index_dir.join(format!(".CURRENT.{id}"));
     write_file(&tmp, format!("{id}\n").as_bytes())?;
-    fs::rename(&tmp, index_dir.join("CURRENT")).map_err(|e| io_err(&index_dir.join("CURRENT"), e))?;
+    fs::rename(&tmp, index_dir.join("CURRENT"))
+        .map_err(|e| io_err(&index_dir.join("CURRENT"), e))?;
     fsync_dir(index_dir);
     prune(&snapshots, &id);
     Ok(id)
@@ -431,8 +438,14 @@ pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError>
     if manifest.model != running {
         return Err(IndexError::ModelMismatch {
             id: manifest.id.clone(),
-            built: format!("{} ({} dims, sha256 {})", manifest.model.id, manifest.model.dimension, manifest.model.checksum),
-            running: format!("{} ({} dims, sha256 {})", running.id, running.dimension, running.checksum),
+            built: format!(
+                "{} ({} dims, sha256 {})",
+                manifest.model.id, manifest.model.dimension, manifest.model.checksum
+            ),
+            running: format!(
+                "{} ({} dims, sha256 {})",
+                running.id, running.dimension, running.checksum
+            ),
         });
     }
     let actual = checksums(dir)?;
@@ -460,11 +473,13 @@ pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError>
         });
     }
     let doc_path = dir.join(DOCUMENTS);
-    let docs: Vec<Document> = serde_json::from_slice(&fs::read(&doc_path).map_err(|e| io_err(&doc_path, e))?)
-        .map_err(|e| IndexError::Corrupt {
-            file: doc_path.display().to_string(),
-            problem: e.to_string(),
-        })?;
+    let docs: Vec<Document> = serde_json::from_slice(
+        &fs::read(&doc_path).map_err(|e| io_err(&doc_path, e))?,
+    )
+    .map_err(|e| IndexError::Corrupt {
+        file: doc_path.display().to_string(),
+        problem: e.to_string(),
+    })?;
     let vec_path = dir.join(VECTORS);
     let vectors = Vectors::from_bytes(
         &fs::read(&vec_path).map_err(|e| io_err(&vec_path, e))?,
@@ -481,7 +496,11 @@ pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError>
     if lexical.num_docs() != docs.len() as u64 {
         return Err(IndexError::Corrupt {
             file: dir.join(TANTIVY).display().to_string(),
-            problem: format!("{} indexed documents for {} documents", lexical.num_docs(), docs.len()),
+            problem: format!(
+                "{} indexed documents for {} documents",
+                lexical.num_docs(),
+                docs.len()
+            ),
         });
     }
     let dense = match manifest.dense_backend {

@@ -17,7 +17,9 @@ pub fn split_identifier(name: &str) -> String {
             let prev = chars[i - 1];
             let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
             let hump = c.is_uppercase()
-                && (prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower));
+                && (prev.is_lowercase()
+                    || prev.is_ascii_digit()
+                    || (prev.is_uppercase() && next_lower));
             let digit_edge = c.is_ascii_digit() != prev.is_ascii_digit()
                 && prev.is_alphanumeric()
                 && c.is_alphanumeric();

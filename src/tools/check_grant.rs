@@ -150,7 +150,9 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
             )
             .with("domain", &input.domain)
         })?;
-    let dataset = ctx.source.get_dataset(caller, &input.domain, &input.table)?;
+    let dataset = ctx
+        .source
+        .get_dataset(caller, &input.domain, &input.table)?;
     let grants: Vec<Grant> = role
         .grants
         .iter()

@@ -246,12 +246,10 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
     }
     let kinds: Vec<Kind> = match &input.kinds {
         None => Kind::ALL.to_vec(),
-        Some(k) if k.is_empty() => {
-            return Err(ToolError::new(
-                "InvalidArguments",
-                "kinds is an empty list; omit it for both kinds or name column and/or ontology_value",
-            ))
-        }
+        Some(k) if k.is_empty() => return Err(ToolError::new(
+            "InvalidArguments",
+            "kinds is an empty list; omit it for both kinds or name column and/or ontology_value",
+        )),
         Some(k) => {
             let mut k = k.clone();
             k.sort();
@@ -290,7 +288,8 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
     let offset = match &input.cursor {
         None => 0,
         Some(c) => {
-            let cursor = Cursor::decode(c).map_err(|e| ToolError::new("InvalidCursor", e.to_string()))?;
+            let cursor =
+                Cursor::decode(c).map_err(|e| ToolError::new("InvalidCursor", e.to_string()))?;
             cursor
                 .check(&snapshot.manifest.id, &digest)
                 .map_err(|e| ToolError::new("InvalidCursor", e.to_string()))?;
@@ -298,7 +297,10 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
         }
     };
     let hits = retrieval::search(&snapshot, embedder.as_ref(), &params, &query).map_err(|e| {
-        ToolError::new("RetrievalFailed", format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"))
+        ToolError::new(
+            "RetrievalFailed",
+            format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"),
+        )
     })?;
     let total = hits.len();
     let page: Vec<Entry> = hits

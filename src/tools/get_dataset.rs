@@ -39,7 +39,9 @@ pub struct Output {
 
 pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
     ctx.require_domain(caller, &input.domain)?;
-    let dataset = ctx.source.get_dataset(caller, &input.domain, &input.table)?;
+    let dataset = ctx
+        .source
+        .get_dataset(caller, &input.domain, &input.table)?;
     Ok(Output {
         metadata: dataset.metadata,
         contract: dataset.contract,

@@ -84,7 +84,11 @@ impl Context {
     }
 
     /// Adds the embedder and snapshot handle the retrieval tools need.
-    pub fn with_retrieval(mut self, embedder: Arc<dyn Embedder>, snapshots: SnapshotHandle) -> Context {
+    pub fn with_retrieval(
+        mut self,
+        embedder: Arc<dyn Embedder>,
+        snapshots: SnapshotHandle,
+    ) -> Context {
         self.embedder = Some(embedder);
         self.snapshots = Some(snapshots);
         self

@@ -115,9 +115,11 @@ impl Tally {
     fn add(&mut self, ctx: &Context, key: &str, column: &str, tags: &Tags) {
         match tags.get(key) {
             Some(t) if t.state == FieldState::Present => match t.value() {
-                Some(v) if ctx.ontology.contains(key, v) => {
-                    self.values.entry(v.to_string()).or_default().push(column.to_string())
-                }
+                Some(v) if ctx.ontology.contains(key, v) => self
+                    .values
+                    .entry(v.to_string())
+                    .or_default()
+                    .push(column.to_string()),
                 _ => self.excluded.outside_ontology += 1,
             },
             Some(t) if t.state == FieldState::Withheld => self.excluded.withheld += 1,
@@ -186,21 +188,25 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
         let siblings = dataset.as_ref().map(|ds| {
             let mut t = Tally::default();
             for c in &ds.columns {
-                let id = format!("column:{}.{}.{}", ds.metadata.domain, ds.metadata.name, c.name);
+                let id = format!(
+                    "column:{}.{}.{}",
+                    ds.metadata.domain, ds.metadata.name, c.name
+                );
                 t.add(ctx, key, &id, &c.lf_tags);
             }
             t
         });
         let inherited = dataset.as_ref().and_then(|ds| {
-            ds.contract.table_tags.get(key).and_then(|t| {
-                match (t.value(), t.assigned_at) {
+            ds.contract
+                .table_tags
+                .get(key)
+                .and_then(|t| match (t.value(), t.assigned_at) {
                     (Some(v), Some(level)) if ctx.ontology.contains(key, v) => Some(Inherited {
                         value: v.to_string(),
                         assigned_at: level,
                     }),
                     _ => None,
-                }
-            })
+                })
         });
         let mut values: Vec<String> = precedents.values.keys().cloned().collect();
         if let Some(s) = &siblings {
@@ -245,7 +251,10 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
             inherited_in_target: inherited,
         });
     }
-    let pairs: Vec<(String, String)> = proposal.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let pairs: Vec<(String, String)> = proposal
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let (resolution, missing_keys) = match ctx.ontology.resolve(&pairs)? {
         Resolution::Complete(_) => ("complete".to_string(), Vec::new()),
         Resolution::Incomplete { missing, .. } => (
