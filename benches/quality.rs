@@ -13,10 +13,10 @@ use std::time::Instant;
 
 use govcat::catalog::dir::DirSource;
 use govcat::embed::{Embedder, MiniLm};
-use govcat::index::lexical::parse_query;
 use govcat::index::{self, Snapshot};
 use govcat::ontology::Ontology;
-use govcat::retrieval::{fuse, Fusion, Params, CANDIDATES};
+use govcat::index::documents::Kind;
+use govcat::retrieval::{candidates, fuse, Fusion, Mode, Params};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -46,20 +46,14 @@ struct Raw {
 }
 
 fn raw(snapshot: &Snapshot, embedder: &dyn Embedder, q: &str) -> Raw {
-    let scopes: Vec<String> = snapshot
-        .domains
-        .iter()
-        .map(|d| format!("domain:{d}"))
-        .chain(std::iter::once("ontology".to_string()))
-        .collect();
-    let lexical = snapshot
-        .lexical
-        .search(&parse_query(q), &scopes, CANDIDATES)
-        .expect("lexical search");
-    let v = embedder.embed_query(q).expect("embed");
-    let dense = snapshot
-        .dense
-        .search(&v, CANDIDATES, &|_| true, snapshot.docs.len());
+    let kinds = [Kind::Column, Kind::OntologyValue];
+    let query = govcat::retrieval::Query {
+        description: q,
+        domains: &snapshot.domains,
+        kinds: &kinds,
+        mode: Mode::Hybrid,
+    };
+    let (lexical, dense) = candidates(snapshot, embedder, &query).expect("retrieval");
     Raw { lexical, dense }
 }
 

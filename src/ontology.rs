@@ -66,6 +66,11 @@ pub struct Ontology {
     pub owner: String,
     pub description: String,
     pub keys: Vec<KeySpec>,
+    /// The German→English glossary beside the ontology file (`glossary-de-en.tsv`), verbatim,
+    /// when there is one; snapshots carry it for query expansion.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub glossary_text: Option<String>,
 }
 
 /// Why an ontology file or a tag set was refused.
@@ -135,7 +140,14 @@ impl Ontology {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        Self::parse(&text, path)
+        let mut ontology = Self::parse(&text, path)?;
+        ontology.glossary_text = crate::index::glossary::Glossary::load_beside(path)
+            .map_err(|problem| OntologyError::Invalid {
+                path: path.to_path_buf(),
+                problem,
+            })?
+            .map(|(_, text)| text);
+        Ok(ontology)
     }
 
     /// Parses ontology text; `path` is only used in error messages.

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::embed::Embedder;
 use crate::index::documents::Kind;
-use crate::index::lexical::{parse_query, scope_term};
+use crate::index::lexical::{parse_query, scope_term, QueryPart};
 use crate::index::Snapshot;
 
 /// Candidates taken from each side before fusion.
@@ -106,13 +106,24 @@ pub enum RetrievalError {
 }
 
 /// Runs one search: exactly one lexical and/or one dense query with the caller's unchanged
-/// description. Returns every fused hit in total order.
+/// description (plus its glossary expansion). Returns every fused hit in total order.
 pub fn search(
     snapshot: &Snapshot,
     embedder: &dyn Embedder,
     params: &Params,
     q: &Query<'_>,
 ) -> Result<Vec<Hit>, RetrievalError> {
+    let (lexical, dense) = candidates(snapshot, embedder, q)?;
+    Ok(fuse(snapshot, params, &lexical, &dense))
+}
+
+/// The raw candidates of each side: (ordinal, BM25 score) and (ordinal, cosine similarity),
+/// best first, within the query's scope.
+pub fn candidates(
+    snapshot: &Snapshot,
+    embedder: &dyn Embedder,
+    q: &Query<'_>,
+) -> Result<(Vec<(u32, f32)>, Vec<(u32, f32)>), RetrievalError> {
     snapshot.record_query(q.description);
     let mut scopes: Vec<String> = Vec::new();
     if q.kinds.contains(&Kind::Column) {
@@ -122,21 +133,25 @@ pub fn search(
         scopes.push("ontology".to_string());
     }
     if scopes.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
-
+    let expansion = snapshot.glossary.expand(q.description);
     let lexical = if q.mode != Mode::Dense {
         snapshot.count_query();
-        snapshot
-            .lexical
-            .search(&parse_query(q.description), &scopes, CANDIDATES)?
+        let mut parts = parse_query(q.description);
+        parts.extend(expansion.iter().cloned().map(QueryPart::Expansion));
+        snapshot.lexical.search(&parts, &scopes, CANDIDATES)?
     } else {
         Vec::new()
     };
 
     let dense = if q.mode != Mode::Bm25 {
         snapshot.count_query();
-        let vector = embedder.embed_query(q.description)?;
+        let vector = if expansion.is_empty() {
+            embedder.embed_query(q.description)?
+        } else {
+            embedder.embed_query(&format!("{} ({})", q.description, expansion.join(" ")))?
+        };
         let allowed_mask: Vec<bool> = snapshot
             .docs
             .iter()
@@ -151,7 +166,7 @@ pub fn search(
         Vec::new()
     };
 
-    Ok(fuse(snapshot, params, &lexical, &dense))
+    Ok((lexical, dense))
 }
 
 /// Weighted reciprocal-rank fusion; dense-only candidates below the floor are dropped.

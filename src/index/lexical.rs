@@ -33,6 +33,8 @@ const CONTEXT_BOOST: f32 = 0.1;
 const NAME_BOOST: f32 = 1.0;
 /// Weight of the German-stemmed field relative to the English-stemmed one.
 const GERMAN_BOOST: f32 = 0.5;
+/// Weight of a glossary expansion term relative to the caller's own words.
+const EXPANSION_BOOST: f32 = 0.5;
 /// Weight of a trigram match relative to a whole-word match.
 const GRAM_BOOST: f32 = 0.25;
 /// Share of a word's trigrams that must be present for a trigram match.
@@ -207,6 +209,8 @@ pub const QUERY_BOILERPLATE: &[&str] = &[
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueryPart {
     Word(String),
+    /// An English term from the glossary for a German word of the query (lower weight).
+    Expansion(String),
     Prefix(String),
     Phrase(Vec<String>),
 }
@@ -354,6 +358,19 @@ impl Lexical {
                     }
                     if let Some(q) = self.gram_query(w) {
                         should.push((Occur::Should, q));
+                    }
+                }
+                QueryPart::Expansion(w) => {
+                    for token in self.analyse(w) {
+                        for field in [self.f.text, self.f.name] {
+                            should.push((
+                                Occur::Should,
+                                Box::new(BoostQuery::new(
+                                    self.word_query(field, &token),
+                                    EXPANSION_BOOST,
+                                )),
+                            ));
+                        }
                     }
                 }
                 QueryPart::Prefix(p) => {

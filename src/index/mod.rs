@@ -9,6 +9,7 @@
 
 pub mod dense;
 pub mod documents;
+pub mod glossary;
 pub mod lexical;
 pub mod text;
 pub mod watch;
@@ -35,6 +36,7 @@ const MANIFEST: &str = "manifest.json";
 const DOCUMENTS: &str = "documents.json";
 const VECTORS: &str = "vectors.f32";
 const TANTIVY: &str = "tantivy";
+const GLOSSARY: &str = "glossary.tsv";
 /// Snapshots kept besides the current one (older ones are removed after a publish).
 const KEEP_PREVIOUS: usize = 2;
 
@@ -102,7 +104,7 @@ pub struct Counts {
 }
 
 /// Version of the snapshot layout; a snapshot of another version is refused at load.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// `manifest.json`: what a snapshot is and how to check it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -127,6 +129,8 @@ pub struct Snapshot {
     pub domains: Vec<String>,
     pub lexical: lexical::Lexical,
     pub dense: Dense,
+    /// German→English query expansion (empty when the snapshot carries no glossary).
+    pub glossary: glossary::Glossary,
     /// Index queries run against this snapshot (lexical or dense), for tests and metrics.
     pub queries_run: AtomicU64,
     /// The most recent searched terms (bounded), so tests can prove what was searched.
@@ -289,6 +293,30 @@ pub fn write_snapshot(
     model: ModelInfo,
     ontology_version: &str,
 ) -> Result<String, IndexError> {
+    write_snapshot_with_glossary(
+        index_dir,
+        docs,
+        vectors,
+        counts,
+        source_freshness,
+        model,
+        ontology_version,
+        None,
+    )
+}
+
+/// [`write_snapshot`] that also stores the query-expansion glossary in the snapshot.
+#[allow(clippy::too_many_arguments)]
+pub fn write_snapshot_with_glossary(
+    index_dir: &Path,
+    docs: &[Document],
+    vectors: &Vectors,
+    counts: Counts,
+    source_freshness: SourceFreshness,
+    model: ModelInfo,
+    ontology_version: &str,
+    glossary_text: Option<&str>,
+) -> Result<String, IndexError> {
     let snapshots = index_dir.join("snapshots");
     fs::create_dir_all(&snapshots).map_err(|e| io_err(&snapshots, e))?;
     let now = SystemTime::now();
@@ -307,6 +335,9 @@ pub fn write_snapshot(
     let doc_bytes = serde_json::to_vec(docs).map_err(|e| io_err(&staging, e))?;
     write_file(&staging.join(DOCUMENTS), &doc_bytes)?;
     write_file(&staging.join(VECTORS), &vectors.to_bytes())?;
+    if let Some(text) = glossary_text {
+        write_file(&staging.join(GLOSSARY), text.as_bytes())?;
+    }
     lexical::build(&staging.join(TANTIVY), docs)?;
     let dense_backend = dense::choose_backend(docs.len());
     if dense_backend == Backend::Hnsw {
@@ -372,7 +403,7 @@ pub fn build(
 ) -> Result<Manifest, IndexError> {
     let (docs, counts) = collect_documents(ontology, source)?;
     let vectors = embed_documents(embedder, &docs, progress)?;
-    let id = write_snapshot(
+    let id = write_snapshot_with_glossary(
         index_dir,
         &docs,
         &vectors,
@@ -380,6 +411,7 @@ pub fn build(
         source.freshness(),
         model_info(embedder),
         &ontology.version,
+        ontology.glossary_text.as_deref(),
     )?;
     read_manifest(&index_dir.join("snapshots").join(id))
 }
@@ -507,6 +539,16 @@ pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError>
         Backend::Exact => Dense::exact(vectors),
         Backend::Hnsw => Dense::with_hnsw(vectors, dir)?,
     };
+    let glossary_path = dir.join(GLOSSARY);
+    let glossary = if glossary_path.exists() {
+        let text = fs::read_to_string(&glossary_path).map_err(|e| io_err(&glossary_path, e))?;
+        glossary::Glossary::parse(&text).map_err(|problem| IndexError::Corrupt {
+            file: glossary_path.display().to_string(),
+            problem,
+        })?
+    } else {
+        glossary::Glossary::default()
+    };
     let mut domains: Vec<String> = docs.iter().filter_map(|d| d.domain.clone()).collect();
     domains.sort();
     domains.dedup();
@@ -516,6 +558,7 @@ pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError>
         docs,
         lexical,
         dense,
+        glossary,
         queries_run: AtomicU64::new(0),
         searched: Mutex::new(Default::default()),
     })

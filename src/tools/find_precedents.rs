@@ -17,7 +17,8 @@ description matches yours (e.g. \"contains an EU IBAN\"), to see how comparable 
 already classified. Searches only the snapshot's closed set: every entry is a real column \
 (id column:<domain>.<table>.<column>) or ontology value (id ontology:<key>=<value>). Matching: \
 whole words after English stemming, lower-casing and accent folding (identifiers are split at _ \
-and camelCase); word* matches words starting with word; \"quoted words\" match as a phrase; words \
+and camelCase); German words also match through the English terms of the glossary \
+(echoed in request.glossary_terms); word* matches words starting with word; \"quoted words\" match as a phrase; words \
 of 5+ letters also match by shared character trigrams (compounds, run-together names). Semantic \
 matches come from an embedding model and must reach min_similarity; each entry says match_type \
 lexical, semantic or both. Omitted domains means every domain you may read (echoed in \
@@ -103,6 +104,9 @@ pub struct RequestEcho {
     pub mode: Mode,
     pub snapshot_id: String,
     pub min_similarity: f64,
+    /// English terms the glossary added for German words of the description (searched
+    /// alongside your words, at lower weight); empty when none.
+    pub glossary_terms: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -327,6 +331,7 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
         mode,
         snapshot_id: snapshot.manifest.id.clone(),
         min_similarity: (f64::from(params.min_similarity) * 1000.0).round() / 1000.0,
+        glossary_terms: snapshot.glossary.expand(&description),
     };
     let empty = page.is_empty();
     let hint = empty.then(|| {

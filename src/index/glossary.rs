@@ -1,0 +1,165 @@
+//! A German→English glossary of catalog vocabulary (`ontology/glossary-de-en.tsv`, next to the
+//! ontology) used to expand German words of a query with their English terms, so that a
+//! German question meets English column descriptions. Compounds are split into glossary
+//! words (`Kündigungswahrscheinlichkeit` → `kündigung` + `wahrscheinlichkeit`), dropping a
+//! linking `s`/`n`/`es`/`en`. The expansion is echoed with every search (rule 11); it never
+//! replaces the caller's words.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::text::{fold, words};
+
+/// File name of the glossary, next to the ontology file.
+pub const GLOSSARY_FILE: &str = "glossary-de-en.tsv";
+const MIN_PART: usize = 3;
+const MAX_PARTS: usize = 3;
+
+/// Folded German word → English terms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Glossary {
+    entries: HashMap<String, Vec<String>>,
+}
+
+impl Glossary {
+    /// Parses `german<TAB>english words` lines; `#` starts a comment. Returns the problem line.
+    pub fn parse(text: &str) -> Result<Glossary, String> {
+        let mut entries = HashMap::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim_end();
+            if line.trim().is_empty() || line.trim_start().starts_with('#') {
+                continue;
+            }
+            let (de, en) = line
+                .split_once('\t')
+                .ok_or_else(|| format!("line {}: expected `german<TAB>english`", i + 1))?;
+            let key = fold(de.trim());
+            let terms: Vec<String> = words(en);
+            if key.is_empty() || terms.is_empty() {
+                return Err(format!("line {}: empty German word or English terms", i + 1));
+            }
+            entries.insert(key, terms);
+        }
+        Ok(Glossary { entries })
+    }
+
+    /// Loads the glossary next to `ontology_path`, if there is one.
+    pub fn load_beside(ontology_path: &Path) -> Result<Option<(Glossary, String)>, String> {
+        let path = ontology_path
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join(GLOSSARY_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("glossary {}: {e}", path.display()))?;
+        let glossary =
+            Glossary::parse(&text).map_err(|e| format!("glossary {}: {e}; fix the file", path.display()))?;
+        Ok(Some((glossary, text)))
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Splits a folded word into glossary words (at most three), longest first part first.
+    fn decompose(&self, word: &str) -> Option<Vec<&str>> {
+        if let Some((k, _)) = self.entries.get_key_value(word) {
+            return Some(vec![k.as_str()]);
+        }
+        self.split(word, MAX_PARTS)
+    }
+
+    fn split(&self, word: &str, parts_left: usize) -> Option<Vec<&str>> {
+        if parts_left == 0 {
+            return None;
+        }
+        if let Some((k, _)) = self.entries.get_key_value(word) {
+            return Some(vec![k.as_str()]);
+        }
+        let chars: Vec<char> = word.chars().collect();
+        for cut in (MIN_PART..chars.len().saturating_sub(MIN_PART - 1)).rev() {
+            let head: String = chars[..cut].iter().collect();
+            let Some((k, _)) = self.entries.get_key_value(head.as_str()) else {
+                continue;
+            };
+            let rest: String = chars[cut..].iter().collect();
+            for link in ["", "s", "n", "es", "en"] {
+                if let Some(tail) = rest.strip_prefix(link) {
+                    if tail.chars().count() >= MIN_PART {
+                        if let Some(mut more) = self.split(tail, parts_left - 1) {
+                            more.insert(0, k.as_str());
+                            return Some(more);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// English terms for the German words of `description` that are not already in it.
+    pub fn expand(&self, description: &str) -> Vec<String> {
+        let query_words = words(description);
+        let mut out: Vec<String> = Vec::new();
+        for w in &query_words {
+            if w.chars().count() < MIN_PART || w.chars().all(|c| c.is_ascii_digit()) {
+                continue;
+            }
+            let Some(parts) = self.decompose(w) else {
+                continue;
+            };
+            for part in parts {
+                for term in &self.entries[part] {
+                    if !query_words.contains(term) && !out.contains(term) {
+                        out.push(term.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn glossary() -> Glossary {
+        Glossary::parse(
+            "# test\nkündigung\tcancellation churn\nwahrscheinlichkeit\tprobability\ngeburtsdatum\tbirth date\nversicherung\tinsurance\nnehmer\tholder\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn whole_words_and_compounds_expand() {
+        let g = glossary();
+        assert_eq!(g.expand("Geburtsdatum"), vec!["birth", "date"]);
+        assert_eq!(
+            g.expand("Kündigungswahrscheinlichkeit des Kunden"),
+            vec!["cancellation", "churn", "probability"]
+        );
+        assert_eq!(g.expand("Versicherungsnehmer"), vec!["insurance", "holder"]);
+    }
+
+    #[test]
+    fn english_words_and_unknown_words_do_not_expand() {
+        let g = glossary();
+        assert!(g.expand("date of birth").is_empty());
+        assert!(g.expand("zzqx vrrk").is_empty());
+    }
+
+    #[test]
+    fn malformed_line_is_refused_with_its_number() {
+        assert_eq!(
+            Glossary::parse("# c\nkunde customer\n").unwrap_err(),
+            "line 2: expected `german<TAB>english`"
+        );
+    }
+}
