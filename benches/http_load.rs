@@ -202,10 +202,13 @@ impl Server {
             cmd.arg("--watch");
         }
         let mut child = cmd.spawn().expect("spawn govcat serve");
+        let mut reader = std::io::BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        reader
             .read_line(&mut line)
             .expect("read govcat serve's first line");
+        // Audit lines follow on stdout: keep draining it, or every call is answered 503.
+        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
         let addr = line
             .strip_prefix("govcat: serving MCP at http://")
             .and_then(|r| r.split('/').next())

@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use govcat::catalog::dir::DirSource;
 use govcat::embed::{Embedder, MiniLm};
+use govcat::index::documents::Kind;
 use govcat::index::{self, Snapshot};
 use govcat::ontology::Ontology;
-use govcat::index::documents::Kind;
 use govcat::retrieval::{candidates, fuse, Fusion, Mode, Params};
 use serde::Deserialize;
 use serde_json::json;

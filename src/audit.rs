@@ -1,5 +1,6 @@
-//! The audit log: one JSON line per call (HTTP, MCP, stdio) saying who asked what, through
-//! which client, and what came of it — never a credential, never a result's content.
+//! The audit log: one JSON line per call (REST, MCP over HTTP, MCP over stdio) saying who asked
+//! what, through which client, and what came of it — never a credential, never a result's
+//! content.
 //!
 //! A write failure is returned to the caller (and counted), so a transport can refuse to
 //! answer instead of answering as if the call had been audited.
@@ -14,14 +15,17 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::tools::{format_rfc3339, Outcome};
+use crate::tools::{format_rfc3339, Outcome, ToolError};
 
 /// Which transport a call came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
-    Http,
+    /// The REST mirror of the tools (`/v1/tools`).
+    Rest,
+    /// MCP over Streamable HTTP (`/mcp`).
     Mcp,
+    /// MCP over stdio (`govcat mcp-stdio`).
     Stdio,
 }
 
@@ -71,85 +75,169 @@ pub fn result_count(outcome: &Outcome) -> Option<u64> {
     }
 }
 
-/// One audit line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AuditEvent {
-    /// RFC 3339, UTC, milliseconds.
-    pub time: String,
-    /// The caller's `sub`; `null` when the request was refused before a caller was known.
+/// The snapshot a tool answered from, when its output names one (`snapshot.id`, or the
+/// echo's `request.snapshot_id`).
+fn answered_snapshot(outcome: &Outcome) -> Option<String> {
+    let Outcome::Ok(value) = outcome else {
+        return None;
+    };
+    value
+        .pointer("/snapshot/id")
+        .or_else(|| value.pointer("/request/snapshot_id"))
+        .and_then(Value::as_str)
+        .map(String::from)
+}
+
+/// Who made a call. Both `None` when a request was refused before a caller was known.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Who {
+    /// The caller's `sub` (`local` / `stdio` for the local transports).
     pub subject: Option<String>,
+    /// The token's `client_id` (or `azp`); `None` without a token.
     pub client_id: Option<String>,
-    pub transport: Transport,
-    /// The tool name, or the protocol method / HTTP route for calls that are not tool calls.
-    pub tool: String,
-    /// The arguments with every credential-like key removed (see [`redact`]).
+}
+
+/// What was called and what came of it: everything of an event but who, when, how and how
+/// long. Transports build one where the outcome is known and hand it to whoever writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// `tools/call` for a tool call on any transport; otherwise the MCP method
+    /// (`resources/read`, `tools/list`, `initialize`, ...) or, for a request refused before
+    /// its body was read, the HTTP method and path (`POST /mcp`).
+    pub method: String,
+    /// The tool name of a `tools/call`.
+    pub tool: Option<String>,
+    /// The arguments as sent (redacted when the event is built).
     pub arguments: Value,
-    /// Paths of the keys removed from `arguments`, e.g. `["headers.Authorization"]`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub redacted: Vec<String>,
     pub outcome: AuditOutcome,
     /// The error kind (`DatasetNotFound`, `InvalidToken`, ...) for `error` and `challenge`.
     pub error: Option<String>,
     pub result_count: Option<u64>,
     pub snapshot_id: Option<String>,
-    pub latency_ms: u64,
 }
 
-impl AuditEvent {
-    /// The event for one tool call through the dispatcher.
-    #[allow(clippy::too_many_arguments)]
-    pub fn for_call(
-        time: SystemTime,
-        subject: Option<&str>,
-        client_id: Option<&str>,
-        transport: Transport,
-        tool: &str,
+/// The method of a tool call, on every transport.
+pub const TOOLS_CALL: &str = "tools/call";
+
+impl Call {
+    /// A tool call through the dispatcher. `served_snapshot` is the snapshot being served at
+    /// the time; a result that names the snapshot it was answered from takes precedence.
+    pub fn tool(
+        name: &str,
         arguments: &Value,
         outcome: &Outcome,
-        snapshot_id: Option<&str>,
-        latency: Duration,
-    ) -> AuditEvent {
-        let (arguments, redacted) = redact(arguments);
-        AuditEvent {
-            time: rfc3339_millis(time),
-            subject: subject.map(String::from),
-            client_id: client_id.map(String::from),
-            transport,
-            tool: tool.to_string(),
-            arguments,
-            redacted,
+        served_snapshot: Option<&str>,
+    ) -> Call {
+        Call {
+            method: TOOLS_CALL.to_string(),
+            tool: Some(name.to_string()),
+            arguments: arguments.clone(),
             outcome: AuditOutcome::of(outcome),
             error: match outcome {
                 Outcome::Err(e) => Some(e.kind.clone()),
                 _ => None,
             },
             result_count: result_count(outcome),
-            snapshot_id: snapshot_id.map(String::from),
-            latency_ms: latency.as_millis() as u64,
+            snapshot_id: answered_snapshot(outcome).or_else(|| served_snapshot.map(String::from)),
         }
     }
 
-    /// The event for a request refused by the auth layer (no caller is known).
-    pub fn challenge(
-        time: SystemTime,
-        transport: Transport,
-        method: &str,
-        error_kind: &str,
-        latency: Duration,
-    ) -> AuditEvent {
-        AuditEvent {
-            time: rfc3339_millis(time),
-            subject: None,
-            client_id: None,
-            transport,
-            tool: method.to_string(),
-            arguments: Value::Object(Map::new()),
-            redacted: Vec::new(),
+    /// A call that is not a tool call (a list, a read, a protocol method).
+    pub fn method(method: &str, arguments: Value, outcome: AuditOutcome) -> Call {
+        Call {
+            method: method.to_string(),
+            tool: None,
+            arguments,
+            outcome,
+            error: None,
+            result_count: None,
+            snapshot_id: None,
+        }
+    }
+
+    /// A request refused with a 401/403 challenge (`error_kind`: `MissingToken`,
+    /// `InvalidToken`, `InsufficientScope`).
+    pub fn challenge(method: &str, tool: Option<&str>, arguments: Value, error_kind: &str) -> Call {
+        Call {
+            method: method.to_string(),
+            tool: tool.map(String::from),
+            arguments,
             outcome: AuditOutcome::Challenge,
             error: Some(error_kind.to_string()),
             result_count: None,
             snapshot_id: None,
-            latency_ms: latency.as_millis() as u64,
+        }
+    }
+
+    pub fn with_error(mut self, kind: impl Into<String>) -> Call {
+        self.error = Some(kind.into());
+        self
+    }
+
+    pub fn with_count(mut self, count: u64) -> Call {
+        self.result_count = Some(count);
+        self
+    }
+
+    pub fn with_snapshot(mut self, snapshot_id: Option<String>) -> Call {
+        self.snapshot_id = snapshot_id;
+        self
+    }
+}
+
+/// One audit line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditEvent {
+    /// RFC 3339, UTC, milliseconds: when the request arrived.
+    pub time: String,
+    /// The caller's `sub`; `null` when the request was refused before a caller was known.
+    pub subject: Option<String>,
+    pub client_id: Option<String>,
+    pub transport: Transport,
+    /// See [`Call::method`].
+    pub method: String,
+    /// The tool of a `tools/call`; `null` otherwise.
+    pub tool: Option<String>,
+    /// The arguments with every credential-like key removed (see [`redact`]).
+    pub arguments: Value,
+    /// Paths of the keys removed from `arguments`, e.g. `["headers.Authorization"]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
+    pub outcome: AuditOutcome,
+    /// The error kind for `error` and `challenge`.
+    pub error: Option<String>,
+    pub result_count: Option<u64>,
+    /// The snapshot the answer came from, else the one served when the call was made; `null`
+    /// when none is loaded.
+    pub snapshot_id: Option<String>,
+    /// From the request's arrival to its answer (HTTP: the whole response).
+    pub latency_ms: u64,
+}
+
+impl AuditEvent {
+    /// The event of one call; the arguments are redacted here.
+    pub fn new(
+        time: SystemTime,
+        who: &Who,
+        transport: Transport,
+        call: Call,
+        latency: Duration,
+    ) -> AuditEvent {
+        let (arguments, redacted) = redact(&call.arguments);
+        AuditEvent {
+            time: rfc3339_millis(time),
+            subject: who.subject.clone(),
+            client_id: who.client_id.clone(),
+            transport,
+            method: call.method,
+            tool: call.tool,
+            arguments,
+            redacted,
+            outcome: call.outcome,
+            error: call.error,
+            result_count: call.result_count,
+            snapshot_id: call.snapshot_id,
+            latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
         }
     }
 }
@@ -234,13 +322,27 @@ pub enum AuditError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("writing to the audit log {target} failed: {source}; the call was not audited, so it must not be answered; free space or fix permissions on the log")]
+    #[error("writing to the audit log {target} failed ({source}); free space or fix the log's permissions, then retry")]
     Write {
         target: String,
         source: std::io::Error,
     },
     #[error("an audit event could not be serialised: {0}; report this to the govcat maintainers")]
     Serialize(String),
+}
+
+/// The error kind a transport answers with when a call could not be audited.
+pub const AUDIT_UNAVAILABLE: &str = "AuditUnavailable";
+
+impl AuditError {
+    /// The error object a transport answers with instead of the call's result: a call that
+    /// is not on record is not answered.
+    pub fn to_tool_error(&self) -> ToolError {
+        ToolError::new(
+            AUDIT_UNAVAILABLE,
+            format!("the audit log is unwritable, so this request was not answered: {self}"),
+        )
+    }
 }
 
 /// Where audit lines go: a file (appended) or a standard stream. One line per event,
@@ -318,6 +420,11 @@ impl AuditSink {
         }
     }
 
+    /// Where the lines go: a path, `stdout` or `stderr`.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
     /// Events that could not be written since start.
     pub fn failures(&self) -> u64 {
         self.failures.load(Ordering::Relaxed)
@@ -332,7 +439,7 @@ impl AuditSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{InputRequired, ToolError};
+    use crate::tools::InputRequired;
     use serde_json::json;
 
     const T0: Duration = Duration::from_millis(1_796_000_000_123);
@@ -418,15 +525,21 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("audit.jsonl");
         let sink = AuditSink::file(&path).expect("open");
-        let event = AuditEvent::for_call(
-            SystemTime::UNIX_EPOCH + T0,
-            Some("alice"),
-            Some("ide"),
-            Transport::Mcp,
+        let who = Who {
+            subject: Some("alice".into()),
+            client_id: Some("ide".into()),
+        };
+        let call = Call::tool(
             "get_dataset",
             &json!({"domain": "claims", "table": "claim", "token": "t"}),
             &Outcome::Err(ToolError::new("DatasetNotFound", "m")),
             Some("snap-1"),
+        );
+        let event = AuditEvent::new(
+            SystemTime::UNIX_EPOCH + T0,
+            &who,
+            Transport::Mcp,
+            call,
             Duration::from_micros(2_700),
         );
         sink.record(&event).expect("record");
@@ -442,6 +555,7 @@ mod tests {
                 "subject": "alice",
                 "client_id": "ide",
                 "transport": "mcp",
+                "method": "tools/call",
                 "tool": "get_dataset",
                 "arguments": {"domain": "claims", "table": "claim"},
                 "redacted": ["token"],
@@ -453,6 +567,50 @@ mod tests {
             })
         );
         assert_eq!((sink.written(), sink.failures()), (2, 0));
+    }
+
+    #[test]
+    fn the_snapshot_a_result_names_wins_over_the_served_one() {
+        let found = Outcome::Ok(json!({"entries": [], "snapshot": {"id": "snap-answered"}}));
+        let call = Call::tool("find_precedents", &json!({}), &found, Some("snap-served"));
+        assert_eq!(call.snapshot_id.as_deref(), Some("snap-answered"));
+        assert_eq!(call.outcome, AuditOutcome::Empty);
+        let echoed = Outcome::Ok(json!({"keys": [], "request": {"snapshot_id": "snap-echo"}}));
+        let call = Call::tool("suggest_tags", &json!({}), &echoed, Some("snap-served"));
+        assert_eq!(call.snapshot_id.as_deref(), Some("snap-echo"));
+        let live = Outcome::Ok(json!({"metadata": {}}));
+        let call = Call::tool("get_dataset", &json!({}), &live, Some("snap-served"));
+        assert_eq!(call.snapshot_id.as_deref(), Some("snap-served"));
+        let call = Call::tool("get_dataset", &json!({}), &live, None);
+        assert_eq!(call.snapshot_id, None);
+    }
+
+    #[test]
+    fn a_challenge_before_any_caller_is_known_names_nobody() {
+        let event = AuditEvent::new(
+            SystemTime::UNIX_EPOCH + T0,
+            &Who::default(),
+            Transport::Rest,
+            Call::challenge(TOOLS_CALL, Some("get_dataset"), json!({}), "MissingToken"),
+            Duration::from_millis(1),
+        );
+        assert_eq!(
+            serde_json::to_value(&event).expect("json"),
+            json!({
+                "time": "2026-11-30T00:53:20.123Z",
+                "subject": null,
+                "client_id": null,
+                "transport": "rest",
+                "method": "tools/call",
+                "tool": "get_dataset",
+                "arguments": {},
+                "outcome": "challenge",
+                "error": "MissingToken",
+                "result_count": null,
+                "snapshot_id": null,
+                "latency_ms": 1,
+            })
+        );
     }
 
     #[test]
@@ -470,11 +628,11 @@ mod tests {
     fn a_failed_write_is_an_error_and_is_counted() {
         // /dev/full accepts the open and fails every write with ENOSPC.
         let sink = AuditSink::file(Path::new("/dev/full")).expect("open /dev/full");
-        let event = AuditEvent::challenge(
+        let event = AuditEvent::new(
             SystemTime::UNIX_EPOCH + T0,
-            Transport::Http,
-            "POST /mcp",
-            "InvalidToken",
+            &Who::default(),
+            Transport::Mcp,
+            Call::challenge("POST /mcp", None, json!({}), "InvalidToken"),
             Duration::ZERO,
         );
         match sink.record(&event) {

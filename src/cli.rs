@@ -95,7 +95,7 @@ pub enum Command {
     Serve(crate::server::ServeArgs),
     /// Serve MCP over stdio. The caller's scopes come from GOVCAT_SCOPES (space-separated
     /// catalog:<domain>:read); unset means every domain, set but empty means none.
-    McpStdio,
+    McpStdio(crate::server::StdioArgs),
     /// List the domains with owner and dataset/column counts.
     ListDomains,
     /// Read one dataset live: metadata, contract, columns with four-state tags.
@@ -230,7 +230,7 @@ pub fn run(cli: Cli) -> ExitCode {
             return run_tool(&cli, true, "suggest_tags", args);
         }
         Command::Serve(args) => return crate::server::run_serve(&cli, args),
-        Command::McpStdio => return crate::server::run_mcp_stdio(&cli),
+        Command::McpStdio(args) => return crate::server::run_mcp_stdio(&cli, args),
         Command::ListDomains => ("list_domains", json!({})),
         Command::GetDataset { domain, table } => {
             ("get_dataset", json!({"domain": domain, "table": table}))

@@ -21,7 +21,8 @@
 //!   `Caller`; RFC 6750 challenges, RFC 9728 metadata, the axum middleware.
 //! - [`audit`]: one JSON line per call (who, which tool, redacted arguments, outcome).
 //! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp`, REST `/v1/tools`, health,
-//!   metrics) and MCP over stdio; thin adapters over `tools::call`.
+//!   metrics, RFC 9728 metadata) behind the token guard, and MCP over stdio; thin adapters over
+//!   `tools::call` that audit every call and refuse to answer one they could not audit.
 //! - [`cli`]: the `govcat` command line, a thin adapter over `tools`.
 
 /// Default snapshot directory, relative to the working directory.

@@ -117,13 +117,16 @@ pub fn search(
     Ok(fuse(snapshot, params, &lexical, &dense))
 }
 
+/// (ordinal, score) pairs of one side, best first.
+pub type Candidates = Vec<(u32, f32)>;
+
 /// The raw candidates of each side: (ordinal, BM25 score) and (ordinal, cosine similarity),
 /// best first, within the query's scope.
 pub fn candidates(
     snapshot: &Snapshot,
     embedder: &dyn Embedder,
     q: &Query<'_>,
-) -> Result<(Vec<(u32, f32)>, Vec<(u32, f32)>), RetrievalError> {
+) -> Result<(Candidates, Candidates), RetrievalError> {
     snapshot.record_query(q.description);
     let mut scopes: Vec<String> = Vec::new();
     if q.kinds.contains(&Kind::Column) {

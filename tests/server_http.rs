@@ -37,10 +37,13 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn govcat serve");
+        let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
+        reader
             .read_line(&mut line)
             .expect("read the first line of govcat serve");
+        // Audit lines follow on stdout: keep draining it, or every call is answered 503.
+        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
         let addr = line
             .strip_prefix("govcat: serving MCP at http://")
             .and_then(|rest| rest.split('/').next())

@@ -39,10 +39,26 @@ pub fn authorization_header(headers: &HeaderMap) -> Result<Option<&str>, AuthErr
         })
 }
 
+/// Authenticates one request: on success the request carries `Extension<Principal>` and
+/// `Extension<Caller>` and no longer carries the `Authorization` header; on failure it is left
+/// as it was and the refusal says which challenge to answer with.
+pub async fn admit(auth: &Authenticator, request: &mut Request) -> Result<(), AuthError> {
+    let principal = match authorization_header(request.headers()) {
+        Ok(value) => auth.authenticate(value).await?,
+        Err(e) => return Err(e),
+    };
+    request.headers_mut().remove(header::AUTHORIZATION);
+    let caller: Caller = principal.caller.clone();
+    request.extensions_mut().insert(caller);
+    request.extensions_mut().insert::<Principal>(principal);
+    Ok(())
+}
+
 /// `axum::middleware::from_fn_with_state(authenticator, auth::layer)`.
 ///
 /// On success the request carries `Extension<Principal>` and `Extension<Caller>`; on failure
-/// the response is the challenge (401/403, `WWW-Authenticate`, JSON body).
+/// the response is the challenge (401/403, `WWW-Authenticate`, JSON body). The server uses
+/// [`admit`] directly, to audit refusals.
 pub async fn layer(
     State(auth): State<Arc<Authenticator>>,
     mut request: Request,
@@ -51,18 +67,8 @@ pub async fn layer(
     if is_public_path(request.uri().path()) {
         return next.run(request).await;
     }
-    let outcome = match authorization_header(request.headers()) {
-        Ok(value) => auth.authenticate(value).await,
-        Err(e) => Err(e),
-    };
-    match outcome {
-        Ok(principal) => {
-            request.headers_mut().remove(header::AUTHORIZATION);
-            let caller: Caller = principal.caller.clone();
-            request.extensions_mut().insert(caller);
-            request.extensions_mut().insert::<Principal>(principal);
-            next.run(request).await
-        }
+    match admit(&auth, &mut request).await {
+        Ok(()) => next.run(request).await,
         Err(e) => {
             tracing::debug!(path = request.uri().path(), refusal = %e, "request refused");
             auth.challenge(&e)

@@ -25,7 +25,7 @@ use jsonwebtoken::Algorithm;
 use serde_json::{json, Map, Value};
 
 pub use jwks::{JwksError, KeySet};
-pub use middleware::{authorization_header, is_public_path, layer};
+pub use middleware::{admit, authorization_header, is_public_path, layer};
 
 use crate::catalog::{Caller, Domain};
 use crate::tools::{format_rfc3339, ToolError};

@@ -36,7 +36,10 @@ impl Glossary {
             let key = fold(de.trim());
             let terms: Vec<String> = words(en);
             if key.is_empty() || terms.is_empty() {
-                return Err(format!("line {}: empty German word or English terms", i + 1));
+                return Err(format!(
+                    "line {}: empty German word or English terms",
+                    i + 1
+                ));
             }
             entries.insert(key, terms);
         }
@@ -54,8 +57,8 @@ impl Glossary {
         }
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("glossary {}: {e}", path.display()))?;
-        let glossary =
-            Glossary::parse(&text).map_err(|e| format!("glossary {}: {e}; fix the file", path.display()))?;
+        let glossary = Glossary::parse(&text)
+            .map_err(|e| format!("glossary {}: {e}; fix the file", path.display()))?;
         Ok(Some((glossary, text)))
     }
 

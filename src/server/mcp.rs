@@ -11,12 +11,17 @@
 //!   `tags` argument. Older protocols cannot carry the ask, so it becomes a tool error listing
 //!   the missing keys and their allowed values.
 //!
+//! Every call is put on record (see `crate::audit`): over HTTP the handler leaves what it saw in
+//! the request's [`AuditSlot`] and `guard::mcp_gate` writes the line when the answer is complete;
+//! over stdio the handler writes it, and a call it cannot write is answered as an error.
+//!
 //! Lists carry honest cache hints: the tool list and the template list are fixed for the life of
 //! the process (public, [`TOOL_LIST_TTL_MS`]); the ontology is public with the short floor;
 //! datasets are private with the source's `ttlMs`.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime};
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
@@ -34,8 +39,10 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::guard::AuditSlot;
 use super::rest::TOOL_LIST_TTL_MS;
 use super::{call_tool, AppState, ServerError};
+use crate::audit::{AuditError, AuditOutcome, Call, Transport, Who};
 use crate::catalog::{CatalogError, Domain};
 use crate::ontology::OntologyError;
 use crate::tools::{self, Caller, InputRequired, Outcome, ToolError, TTL_FLOOR};
@@ -80,6 +87,52 @@ impl GovcatMcp {
             None => self.state.fallback_caller.clone(),
         }
     }
+
+    /// Puts a call on record: over HTTP into the gate's slot (written when the answer is
+    /// complete), over stdio written now. `Err` means the call is not on record and must not
+    /// be answered with its result.
+    fn record(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        call: Call,
+        time: SystemTime,
+        started: Instant,
+    ) -> Result<(), AuditError> {
+        let parts = ctx.extensions.get::<axum::http::request::Parts>();
+        if let Some(slot) = parts.and_then(|p| p.extensions.get::<AuditSlot>()) {
+            slot.fill(call);
+            return Ok(());
+        }
+        let (who, transport) = match parts {
+            Some(p) => (self.state.who(&p.extensions), Transport::Mcp),
+            None => (
+                Who {
+                    subject: Some(self.state.fallback_caller.subject.clone()),
+                    client_id: None,
+                },
+                Transport::Stdio,
+            ),
+        };
+        self.state.audit(time, &who, transport, call, started)
+    }
+
+    /// Records a call that is not a tool call; a failure becomes the protocol error answered.
+    fn record_method(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        call: Call,
+        time: SystemTime,
+        started: Instant,
+    ) -> Result<(), McpError> {
+        self.record(ctx, call, time, started)
+            .map_err(|e| unaudited(&e))
+    }
+}
+
+/// The protocol error of a call that could not be audited.
+fn unaudited(e: &AuditError) -> McpError {
+    let error = e.to_tool_error();
+    McpError::internal_error(error.message.clone(), Some(error.to_json()))
 }
 
 /// rmcp's Streamable HTTP service for `/mcp`: Host and Origin validation on (the server's
@@ -423,8 +476,12 @@ impl ServerHandler for GovcatMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let (time, started) = (SystemTime::now(), Instant::now());
+        let call = Call::method("tools/list", json!({}), AuditOutcome::Ok)
+            .with_count(mcp_tools().len() as u64);
+        self.record_method(&ctx, call, time, started)?;
         Ok(ListToolsResult::with_all_items(mcp_tools().to_vec())
             .with_ttl_ms(TOOL_LIST_TTL_MS)
             .with_cache_scope(CacheScope::Public))
@@ -435,56 +492,84 @@ impl ServerHandler for GovcatMcp {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let (time, started) = (SystemTime::now(), Instant::now());
         let name = request.name.to_string();
+        let mut args = request.arguments.unwrap_or_default();
         if tools::spec(&name).is_none() {
             let known: Vec<&str> = tools::specs().iter().map(|s| s.name).collect();
-            return Err(McpError::invalid_params(
+            let unknown = ToolError::new(
+                "UnknownTool",
                 format!("unknown tool '{name}'; tools: {}", known.join(", ")),
-                Some(json!({"error": "UnknownTool", "tool": name, "tools": known})),
+            )
+            .with("tool", &name)
+            .with("tools", &known);
+            let outcome = Outcome::Err(unknown.clone());
+            let call = Call::tool(&name, &Value::Object(args), &outcome, None);
+            self.record_method(&ctx, call, time, started)?;
+            // The MCP spec makes an unknown tool a protocol error, not a tool result.
+            return Err(McpError::invalid_params(
+                unknown.message.clone(),
+                Some(unknown.to_json()),
             ));
         }
         let caller = self.caller(&ctx);
-        let mut args = request.arguments.unwrap_or_default();
         let mut refused = None;
-        if let Some(responses) = &request.input_responses {
-            match merge_answers(&mut args, responses) {
-                Ok(Answer::Accepted) => {}
-                Ok(Answer::Refused(action)) => refused = Some(action),
-                Err(e) => return Ok(tool_error(&e).into()),
-            }
+        let merged = match &request.input_responses {
+            Some(responses) => match merge_answers(&mut args, responses) {
+                Ok(Answer::Accepted) => Ok(()),
+                Ok(Answer::Refused(action)) => {
+                    refused = Some(action);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+            None => Ok(()),
+        };
+        let args = Value::Object(args);
+        let outcome = match merged {
+            Ok(()) => call_tool(&self.state, "mcp", caller, &name, args.clone()).await,
+            Err(e) => Outcome::Err(e),
+        };
+        // A declined ask ends the call with an error, which is what goes on record.
+        let outcome = match (outcome, refused) {
+            (Outcome::InputRequired(ask), Some(action)) => Outcome::Err(
+                ToolError::new(
+                    "InputDeclined",
+                    format!(
+                        "the input request was answered with '{action}', so {}; call again with every key set",
+                        ask.message
+                    ),
+                )
+                .with("missing", &ask.missing),
+            ),
+            (outcome, _) => outcome,
+        };
+        let served = self.state.served_snapshot();
+        let call = Call::tool(&name, &args, &outcome, served.as_deref());
+        if let Err(e) = self.record(&ctx, call, time, started) {
+            return Ok(tool_error(&e.to_tool_error()).into());
         }
-        let outcome = call_tool(&self.state, "mcp", caller, &name, Value::Object(args)).await;
         Ok(match outcome {
             Outcome::Ok(value) => CallToolResult::structured(value).into(),
             Outcome::Err(e) => tool_error(&e).into(),
-            Outcome::InputRequired(ask) => match refused {
-                Some(action) => tool_error(
-                    &ToolError::new(
-                        "InputDeclined",
-                        format!(
-                            "the input request was answered with '{action}', so {}; call again with every key set",
-                            ask.message
-                        ),
-                    )
-                    .with("missing", &ask.missing),
-                )
-                .into(),
-                None if is_2026_or_later(&ctx) => ask_result(&ask)?.into(),
-                None => {
-                    let protocol = ctx
-                        .protocol_version()
-                        .map_or_else(|| "(unknown)".to_string(), |v| v.as_str().to_string());
-                    tool_error(&ask_as_error(&ask, &protocol)).into()
-                }
-            },
+            Outcome::InputRequired(ask) if is_2026_or_later(&ctx) => ask_result(&ask)?.into(),
+            Outcome::InputRequired(ask) => {
+                let protocol = ctx
+                    .protocol_version()
+                    .map_or_else(|| "(unknown)".to_string(), |v| v.as_str().to_string());
+                tool_error(&ask_as_error(&ask, &protocol)).into()
+            }
         })
     }
 
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        let (time, started) = (SystemTime::now(), Instant::now());
+        let call = Call::method("resources/list", json!({}), AuditOutcome::Ok).with_count(1);
+        self.record_method(&ctx, call, time, started)?;
         let ontology = Resource::new(ONTOLOGY_URI, "lf-tags")
             .with_title("LF-tag ontology")
             .with_description(
@@ -501,8 +586,12 @@ impl ServerHandler for GovcatMcp {
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        let (time, started) = (SystemTime::now(), Instant::now());
+        let call =
+            Call::method("resources/templates/list", json!({}), AuditOutcome::Ok).with_count(1);
+        self.record_method(&ctx, call, time, started)?;
         let template = ResourceTemplate::new(DATASET_TEMPLATE, "dataset")
             .with_title("Dataset (live read)")
             .with_description(
@@ -519,12 +608,25 @@ impl ServerHandler for GovcatMcp {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        let (time, started) = (SystemTime::now(), Instant::now());
         let uri = request.uri;
+        let read =
+            |outcome: AuditOutcome| Call::method("resources/read", json!({"uri": uri}), outcome);
         if uri == ONTOLOGY_URI {
             let context = self.state.context();
-            let text = serde_json::to_string_pretty(&context.ontology).map_err(|e| {
-                McpError::internal_error(format!("{uri}: the ontology could not be serialised ({e}); report this to the govcat maintainers"), None)
-            })?;
+            let text = match serde_json::to_string_pretty(&context.ontology) {
+                Ok(text) => text,
+                Err(e) => {
+                    self.record_method(
+                        &ctx,
+                        read(AuditOutcome::Error).with_error("InternalError"),
+                        time,
+                        started,
+                    )?;
+                    return Err(McpError::internal_error(format!("{uri}: the ontology could not be serialised ({e}); report this to the govcat maintainers"), None));
+                }
+            };
+            self.record_method(&ctx, read(AuditOutcome::Ok).with_count(1), time, started)?;
             return Ok(ReadResourceResult::new(vec![
                 ResourceContents::text(text, &uri).with_mime_type("application/json")
             ])
@@ -533,6 +635,12 @@ impl ServerHandler for GovcatMcp {
             .into());
         }
         let Some((domain, table)) = parse_dataset_uri(&uri) else {
+            self.record_method(
+                &ctx,
+                read(AuditOutcome::Error).with_error("UnknownResource"),
+                time,
+                started,
+            )?;
             return Err(McpError::resource_not_found(
                 format!("no resource '{uri}'; resources are {ONTOLOGY_URI} and {DATASET_TEMPLATE}"),
                 Some(json!({"error": "UnknownResource", "uri": uri})),
@@ -540,7 +648,17 @@ impl ServerHandler for GovcatMcp {
         };
         let caller = self.caller(&ctx);
         let args = json!({"domain": domain, "table": table});
-        match call_tool(&self.state, "mcp", caller, "get_dataset", args).await {
+        let outcome = call_tool(&self.state, "mcp", caller, "get_dataset", args.clone()).await;
+        let served = self.state.served_snapshot();
+        // A dataset read is a get_dataset call on record as what it was asked as.
+        let call = Call {
+            method: "resources/read".into(),
+            tool: None,
+            arguments: json!({"uri": uri}),
+            ..Call::tool("get_dataset", &args, &outcome, served.as_deref())
+        };
+        self.record_method(&ctx, call, time, started)?;
+        match outcome {
             Outcome::Ok(value) => {
                 let ttl = value.get("ttlMs").and_then(Value::as_u64).unwrap_or(0);
                 Ok(ReadResourceResult::new(vec![ResourceContents::text(
@@ -565,11 +683,21 @@ impl ServerHandler for GovcatMcp {
         request: CompleteRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
+        let (time, started) = (SystemTime::now(), Instant::now());
+        let arguments = serde_json::to_value(&request).unwrap_or_else(|_| json!({}));
+        let completed =
+            |outcome: AuditOutcome| Call::method("completion/complete", arguments.clone(), outcome);
         // Only the dataset template has completable arguments; anything else (a prompt, another
         // template, another argument) completes to nothing rather than failing the request.
         let is_template =
             matches!(&request.r#ref, Reference::Resource(r) if r.uri == DATASET_TEMPLATE);
         if !is_template || !COMPLETABLE.contains(&request.argument.name.as_str()) {
+            self.record_method(
+                &ctx,
+                completed(AuditOutcome::Empty).with_count(0),
+                time,
+                started,
+            )?;
             return Ok(CompleteResult::new(completion_info(Vec::new(), "")));
         }
         let caller = self.caller(&ctx);
@@ -585,17 +713,39 @@ impl ServerHandler for GovcatMcp {
             completion_values(&state, &caller, &argument, domain_hint.as_deref())
         })
         .await
-        .map_err(|e| McpError::internal_error(format!("completion stopped ({e}); retry"), None))?;
+        .map_err(|e| ToolError::new("InternalError", format!("completion stopped ({e}); retry")))
+        .and_then(|v| v);
         match values {
-            Ok(values) => Ok(CompleteResult::new(completion_info(values, &prefix))),
-            Err(e) if e.kind == "InvalidArguments" => Err(McpError::invalid_params(
-                e.message.clone(),
-                Some(e.to_json()),
-            )),
-            Err(e) => Err(McpError::internal_error(
-                e.message.clone(),
-                Some(e.to_json()),
-            )),
+            Ok(values) => {
+                let info = completion_info(values, &prefix);
+                let outcome = if info.values.is_empty() {
+                    AuditOutcome::Empty
+                } else {
+                    AuditOutcome::Ok
+                };
+                let count = info.values.len() as u64;
+                self.record_method(&ctx, completed(outcome).with_count(count), time, started)?;
+                Ok(CompleteResult::new(info))
+            }
+            Err(e) => {
+                self.record_method(
+                    &ctx,
+                    completed(AuditOutcome::Error).with_error(e.kind.clone()),
+                    time,
+                    started,
+                )?;
+                if e.kind == "InvalidArguments" {
+                    Err(McpError::invalid_params(
+                        e.message.clone(),
+                        Some(e.to_json()),
+                    ))
+                } else {
+                    Err(McpError::internal_error(
+                        e.message.clone(),
+                        Some(e.to_json()),
+                    ))
+                }
+            }
         }
     }
 }

@@ -92,6 +92,16 @@ pub struct Gauges {
     pub ready: bool,
     /// The served snapshot; `None` when the context has no retrieval.
     pub snapshot: Option<SnapshotGauge>,
+    /// The audit sink's counters.
+    pub audit: Option<AuditGauge>,
+}
+
+/// Audit lines written and refused since start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuditGauge {
+    pub written: u64,
+    /// Events that could not be written; each of their calls was answered with an error.
+    pub failures: u64,
 }
 
 /// The state of the snapshot handle.
@@ -196,6 +206,14 @@ impl Metrics {
         out += "# HELP govcat_ready 1 when /readyz answers ready, else 0.\n";
         out += "# TYPE govcat_ready gauge\n";
         let _ = writeln!(out, "govcat_ready {}", u8::from(gauges.ready));
+        if let Some(audit) = &gauges.audit {
+            out += "# HELP govcat_audit_events_total Audit lines written since start.\n";
+            out += "# TYPE govcat_audit_events_total counter\n";
+            let _ = writeln!(out, "govcat_audit_events_total {}", audit.written);
+            out += "# HELP govcat_audit_failures_total Audit lines that could not be written; each such call was answered 503 (HTTP) or isError (stdio), not with its result.\n";
+            out += "# TYPE govcat_audit_failures_total counter\n";
+            let _ = writeln!(out, "govcat_audit_failures_total {}", audit.failures);
+        }
         if let Some(snap) = &gauges.snapshot {
             out += "# HELP govcat_snapshot_loaded 1 when a snapshot is served, else 0.\n";
             out += "# TYPE govcat_snapshot_loaded gauge\n";
@@ -300,6 +318,10 @@ mod tests {
             t,
         );
         let text = m.render(&Gauges {
+            audit: Some(AuditGauge {
+                written: 7,
+                failures: 2,
+            }),
             uptime_seconds: 1.5,
             ready: true,
             snapshot: Some(SnapshotGauge {
@@ -324,6 +346,14 @@ mod tests {
             ]
         );
         assert_eq!(line(&text, "govcat_ready "), Some("govcat_ready 1"));
+        assert_eq!(
+            line(&text, "govcat_audit_failures_total "),
+            Some("govcat_audit_failures_total 2")
+        );
+        assert_eq!(
+            line(&text, "govcat_audit_events_total "),
+            Some("govcat_audit_events_total 7")
+        );
         assert_eq!(
             line(&text, "govcat_uptime_seconds "),
             Some("govcat_uptime_seconds 1.5")

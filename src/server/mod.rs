@@ -4,27 +4,36 @@
 //! pool because a tool may read files or run the model.
 //!
 //! This module adapts and never decides: schemas, validation and envelopes belong to `tools`;
-//! who the caller is belongs to `auth` (it puts a [`Caller`] into the request extensions, which
-//! is read here). With `--auth none` (the only mode in this build) every request is the local
+//! who the caller is belongs to `auth` (`guard::authorise` puts a [`Caller`] into the request
+//! extensions, which is read here). With `--auth jwt` every request but health, metrics and
+//! the RFC 9728 metadata needs a bearer token; with `--auth none` every request is the local
 //! operator, so the server refuses to listen anywhere but on a loopback address.
+//!
+//! Every call is audited (see [`crate::audit`]) on every transport; a call whose audit line
+//! cannot be written is answered with an error (HTTP 503, or an `isError` result on stdio),
+//! never with its result.
 
+pub mod guard;
 pub mod mcp;
 pub mod metrics;
 pub mod rest;
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::{AuditError, AuditEvent, AuditSink, Call, Transport, Who};
+use crate::auth::{self, AuthConfig, Authenticator, JwksSource, Principal};
 use crate::cli::{self, Cli};
 use crate::embed::Embedder;
 use crate::index::{self, SnapshotHandle};
 use crate::tools::{self, Caller, Context, Outcome, ToolError};
-use metrics::{CallOutcome, Gauges, Metrics, SnapshotGauge};
+use metrics::{AuditGauge, CallOutcome, Gauges, Metrics, SnapshotGauge};
 
 /// Environment variable holding the stdio caller's scopes.
 pub const SCOPES_ENV: &str = "GOVCAT_SCOPES";
@@ -37,6 +46,9 @@ pub enum AuthMode {
     /// No authorisation: every request is the local operator, who may read every domain.
     /// Only allowed on a loopback address.
     None,
+    /// Bearer JWTs from one issuer, bound to this server's resource URI (--issuer,
+    /// --audience, --jwks-file or --jwks-url); scopes catalog:<domain>:read.
+    Jwt,
 }
 
 /// `govcat serve` options.
@@ -46,10 +58,29 @@ pub struct ServeArgs {
     /// address actually bound is printed on stdout.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: String,
-    /// Authorisation mode. `none` (the only mode in this build) serves every request as the
-    /// local operator and therefore binds to loopback addresses only.
+    /// Authorisation mode. `none` serves every request as the local operator and therefore
+    /// binds to loopback addresses only; `jwt` requires a bearer token on /mcp and /v1/*.
     #[arg(long, value_enum, default_value_t = AuthMode::None)]
     pub auth: AuthMode,
+    /// `--auth jwt`: the trusted issuer; a token's `iss` must equal it exactly. Named as the
+    /// authorization server in the protected-resource metadata.
+    #[arg(long, value_name = "ISS")]
+    pub issuer: Option<String>,
+    /// `--auth jwt`: this server's resource URI (RFC 8707), e.g. https://catalog.example/mcp;
+    /// a token's `aud` must contain it. The metadata URL in challenges is derived from it.
+    #[arg(long, value_name = "RESOURCE_URI")]
+    pub audience: Option<String>,
+    /// `--auth jwt`: the issuer's JWKS as a file (read once at start).
+    #[arg(long, value_name = "FILE", conflicts_with = "jwks_url")]
+    pub jwks_file: Option<PathBuf>,
+    /// `--auth jwt`: the issuer's JWKS URL (https://, or http:// to loopback); refetched when
+    /// stale or on an unknown kid.
+    #[arg(long, value_name = "URL")]
+    pub jwks_url: Option<String>,
+    /// Append one JSON line per call to FILE (created if missing, not its directory);
+    /// default stdout, after the line naming the bound address.
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
     /// A Host (name or name:port) accepted besides the loopback names localhost, 127.0.0.1
     /// and ::1; repeatable. Browser Origins on these hosts are accepted too; any other Host or
     /// Origin is refused with 403 (DNS-rebinding protection).
@@ -60,6 +91,15 @@ pub struct ServeArgs {
     /// rebuild keeps the old one serving (reported in logs, /metrics and /readyz).
     #[arg(long)]
     pub watch: bool,
+}
+
+/// `govcat mcp-stdio` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StdioArgs {
+    /// Append one JSON line per call to FILE (created if missing, not its directory);
+    /// default stderr (stdout carries the protocol).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
 }
 
 /// Why the server could not start.
@@ -75,6 +115,17 @@ pub enum ServerError {
     BadScope { token: String },
     #[error("--allowed-host '{host}' is not a host name or host:port; give e.g. catalog.internal or catalog.internal:8443")]
     BadAllowedHost { host: String },
+    #[error("--auth jwt needs {flag} ({meaning}); pass it, or serve with --auth none on a loopback address")]
+    AuthFlagMissing {
+        flag: &'static str,
+        meaning: &'static str,
+    },
+    #[error("{flag} applies only to --auth jwt; add --auth jwt, or drop {flag} (with --auth none no token is checked)")]
+    AuthFlagWithoutJwt { flag: &'static str },
+    #[error("--auth jwt: {0}")]
+    Auth(#[from] auth::AuthConfigError),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
     #[error("{what}: {problem}; {next}")]
     Runtime {
         what: String,
@@ -103,10 +154,20 @@ pub struct AppState {
     pub hosts: HostPolicy,
     pub metrics: Metrics,
     pub started: Instant,
+    /// `--auth jwt`: the token validator; `None` under `--auth none` and on stdio.
+    pub auth: Option<Arc<Authenticator>>,
+    /// `--auth jwt`: the RFC 9728 metadata served at `/.well-known/oauth-protected-resource`.
+    pub resource_metadata: Option<serde_json::Value>,
+    pub audit: AuditSink,
 }
 
 impl AppState {
-    pub fn new(context: Context, fallback_caller: Caller, hosts: HostPolicy) -> AppState {
+    pub fn new(
+        context: Context,
+        fallback_caller: Caller,
+        hosts: HostPolicy,
+        audit: AuditSink,
+    ) -> AppState {
         AppState {
             context: Arc::new(context),
             retrieval_unavailable: None,
@@ -114,7 +175,74 @@ impl AppState {
             hosts,
             metrics: Metrics::default(),
             started: Instant::now(),
+            auth: None,
+            resource_metadata: None,
+            audit,
         }
+    }
+
+    /// Turns on token validation; the metadata lists one read scope per catalog domain.
+    pub fn with_auth(mut self, authenticator: Arc<Authenticator>) -> Result<AppState, ToolError> {
+        let domains: Vec<crate::catalog::Domain> = self
+            .context
+            .source
+            .list_domains(&Caller::local())?
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        self.resource_metadata = Some(authenticator.config().metadata(&domains));
+        self.auth = Some(authenticator);
+        Ok(self)
+    }
+
+    /// The URL of this server's RFC 9728 metadata (`--auth jwt` only).
+    pub fn resource_metadata_url(&self) -> Option<&str> {
+        self.auth
+            .as_ref()
+            .map(|a| a.config().resource_metadata_url.as_str())
+    }
+
+    /// Who made a request, for the audit line: the token's principal, else the caller.
+    pub fn who(&self, extensions: &axum::http::Extensions) -> Who {
+        match extensions.get::<Principal>() {
+            Some(p) => Who {
+                subject: Some(p.caller.subject.clone()),
+                client_id: p.client_id.clone(),
+            },
+            None => Who {
+                subject: Some(self.caller_from(extensions).subject),
+                client_id: None,
+            },
+        }
+    }
+
+    /// Writes one audit line for a call that started at `started` (arrived at `time`).
+    pub fn audit(
+        &self,
+        time: SystemTime,
+        who: &Who,
+        transport: Transport,
+        call: Call,
+        started: Instant,
+    ) -> Result<(), AuditError> {
+        // Every line names a snapshot when one is served: the one the answer came from, else
+        // the one being served.
+        let call = match call.snapshot_id {
+            Some(_) => call,
+            None => call.with_snapshot(self.served_snapshot()),
+        };
+        let event = AuditEvent::new(time, who, transport, call, started.elapsed());
+        self.audit.record(&event).inspect_err(|e| {
+            tracing::error!(error = %e, "audit event not written; the call is answered 503 / isError");
+        })
+    }
+
+    /// The id of the snapshot being served, if any.
+    pub fn served_snapshot(&self) -> Option<String> {
+        self.context
+            .snapshots
+            .as_ref()
+            .and_then(|h| h.status().snapshot_id)
     }
 
     /// The shared context. Snapshots swap inside it (`Context::snapshots`); a request keeps
@@ -190,6 +318,10 @@ pub fn gauges(state: &AppState) -> Gauges {
         uptime_seconds: state.started.elapsed().as_secs_f64(),
         ready: readiness(state).0,
         snapshot,
+        audit: Some(AuditGauge {
+            written: state.audit.written(),
+            failures: state.audit.failures(),
+        }),
     }
 }
 
@@ -412,6 +544,7 @@ pub fn resolve_listen(listen: &str, auth: AuthMode) -> Result<SocketAddr, Server
                 });
             }
         }
+        AuthMode::Jwt => {}
     }
     Ok(first)
 }
@@ -536,6 +669,56 @@ fn start_watch(
     })
 }
 
+/// The token validation settings of `--auth jwt`, or `None` under `--auth none`, where the
+/// jwt flags are refused (so no one believes a token is checked when none is).
+pub fn auth_config(args: &ServeArgs) -> Result<Option<AuthConfig>, ServerError> {
+    let given = [
+        ("--issuer", args.issuer.is_some()),
+        ("--audience", args.audience.is_some()),
+        ("--jwks-file", args.jwks_file.is_some()),
+        ("--jwks-url", args.jwks_url.is_some()),
+    ];
+    match args.auth {
+        AuthMode::None => match given.iter().find(|(_, set)| *set) {
+            Some((flag, _)) => Err(ServerError::AuthFlagWithoutJwt { flag }),
+            None => Ok(None),
+        },
+        AuthMode::Jwt => {
+            let issuer = args.issuer.clone().ok_or(ServerError::AuthFlagMissing {
+                flag: "--issuer",
+                meaning: "the authorization server's issuer identifier, the `iss` of its tokens",
+            })?;
+            let audience = args.audience.clone().ok_or(ServerError::AuthFlagMissing {
+                flag: "--audience",
+                meaning: "this server's resource URI, e.g. https://catalog.example/mcp",
+            })?;
+            let jwks = match (&args.jwks_file, &args.jwks_url) {
+                (Some(file), _) => JwksSource::File(file.clone()),
+                (None, Some(url)) => JwksSource::Url(url.clone()),
+                (None, None) => {
+                    return Err(ServerError::AuthFlagMissing {
+                        flag: "--jwks-file FILE or --jwks-url URL",
+                        meaning: "the issuer's public keys",
+                    })
+                }
+            };
+            let metadata_url = auth::resource_metadata_url(&audience);
+            Ok(Some(AuthConfig::new(issuer, audience, jwks, metadata_url)))
+        }
+    }
+}
+
+/// The audit sink: `--audit-log FILE`, else `default`.
+fn open_audit(
+    path: Option<&std::path::Path>,
+    default: fn() -> AuditSink,
+) -> Result<AuditSink, ServerError> {
+    match path {
+        Some(p) => Ok(AuditSink::file(p)?),
+        None => Ok(default()),
+    }
+}
+
 /// `govcat serve`.
 pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
     init_logging();
@@ -545,6 +728,14 @@ pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
     };
     let hosts = match HostPolicy::loopback_plus(&args.allowed_hosts) {
         Ok(h) => h,
+        Err(e) => return fail(cli, &e),
+    };
+    let auth_config = match auth_config(args) {
+        Ok(c) => c,
+        Err(e) => return fail(cli, &e),
+    };
+    let audit = match open_audit(args.audit_log.as_deref(), AuditSink::stdout) {
+        Ok(a) => a,
         Err(e) => return fail(cli, &e),
     };
     let (app, unavailable) = match serving_context(cli) {
@@ -559,16 +750,24 @@ pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
     } else {
         None
     };
-    let fallback = match args.auth {
-        AuthMode::None => Caller::local(),
-    };
-    let mut state = AppState::new(app.ctx, fallback, hosts);
+    // Under --auth jwt every request carries its own caller; the fallback is never used.
+    let mut state = AppState::new(app.ctx, Caller::local(), hosts, audit);
     state.retrieval_unavailable = unavailable;
-    let state = Arc::new(state);
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(cli, &e),
     };
+    if let Some(config) = auth_config {
+        let authenticator = match rt.block_on(Authenticator::new(config)) {
+            Ok(a) => Arc::new(a),
+            Err(e) => return fail(cli, &ServerError::Auth(e)),
+        };
+        state = match state.with_auth(authenticator) {
+            Ok(s) => s,
+            Err(e) => return cli::report_error(cli, &e),
+        };
+    }
+    let state = Arc::new(state);
     let result = rt.block_on(async {
         let listener =
             tokio::net::TcpListener::bind(addr)
@@ -645,11 +844,15 @@ pub async fn shutdown_signal() {
 }
 
 /// `govcat mcp-stdio`.
-pub fn run_mcp_stdio(cli: &Cli) -> ExitCode {
+pub fn run_mcp_stdio(cli: &Cli, args: &StdioArgs) -> ExitCode {
     init_logging();
     let scopes = std::env::var(SCOPES_ENV).ok();
     let caller = match caller_from_scopes(scopes.as_deref()) {
         Ok(c) => c,
+        Err(e) => return fail(cli, &e),
+    };
+    let audit = match open_audit(args.audit_log.as_deref(), AuditSink::stderr) {
+        Ok(a) => a,
         Err(e) => return fail(cli, &e),
     };
     let (app, unavailable) = match serving_context(cli) {
@@ -661,7 +864,7 @@ pub fn run_mcp_stdio(cli: &Cli) -> ExitCode {
         Ok(h) => h,
         Err(e) => return fail(cli, &e),
     };
-    let mut state = AppState::new(app.ctx, caller, hosts);
+    let mut state = AppState::new(app.ctx, caller, hosts, audit);
     state.retrieval_unavailable = unavailable;
     let state = Arc::new(state);
     let rt = match runtime() {

@@ -9,12 +9,17 @@
 //!   - `422` with `{"input_required": {"message", "missing": [{key, description, allowed}]}}`
 //!     when the tool asks for missing arguments — not 200, because an ask is not an answer
 //!     (FIDELITY rule 9), and not 400, because the arguments given were valid;
-//!   - an error object `{"error": kind, "message", ...}` with the status of [`status_for`].
+//!   - an error object `{"error": kind, "message", ...}` with the status of [`status_for`]; a
+//!     scope refusal is a 403 with the `insufficient_scope` challenge naming every scope needed.
+//! - `GET /.well-known/oauth-protected-resource` (and `.../mcp`): RFC 9728 metadata under
+//!   `--auth jwt`, 404 under `--auth none`.
 //!
 //! Every route checks `Host` and `Origin` against the server's [`HostPolicy`](super::HostPolicy).
+//! Under `--auth jwt`, `/mcp` and `/v1/*` need a bearer token ([`guard::authorise`]); every
+//! tool call is audited, and one that cannot be audited is answered 503.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use axum::extract::{MatchedPath, Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -25,7 +30,8 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{call_tool, gauges, mcp, readiness, AppState};
+use super::{call_tool, gauges, guard, mcp, readiness, AppState};
+use crate::audit::{AuditOutcome, Call, Transport};
 use crate::tools::{self, Outcome, ToolError};
 
 /// `ttlMs` of the tool list: the list is fixed for the lifetime of the process.
@@ -52,17 +58,20 @@ pub fn status_for(kind: &str) -> StatusCode {
         "UnknownTool" | "DomainNotFound" | "DatasetNotFound" | "RoleNotFound" => {
             StatusCode::NOT_FOUND
         }
-        "UpstreamSchemaError" | "UpstreamRejected" | "UpstreamAccessDenied" => {
-            StatusCode::BAD_GATEWAY
-        }
-        "SourceUnavailable" | "UpstreamUnavailable" | "EmbedderUnavailable" | "NoSnapshot" => {
-            StatusCode::SERVICE_UNAVAILABLE
-        }
+        "UpstreamSchemaError"
+        | "UpstreamRejected"
+        | "UpstreamAccessDenied"
+        | "TagOutsideOntology" => StatusCode::BAD_GATEWAY,
+        "SourceUnavailable"
+        | "UpstreamUnavailable"
+        | "EmbedderUnavailable"
+        | "NoSnapshot"
+        | crate::audit::AUDIT_UNAVAILABLE => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
-/// The whole app: `/mcp`, the REST API, health and metrics.
+/// The whole app: `/mcp`, the REST API, the protected-resource metadata, health and metrics.
 pub fn app(state: Arc<AppState>, cancel: CancellationToken) -> Router {
     let rest = Router::new()
         .route("/v1/tools", get(list_tools))
@@ -70,14 +79,43 @@ pub fn app(state: Arc<AppState>, cancel: CancellationToken) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .route(PRM_PATH, get(protected_resource_metadata))
+        .route(&format!("{PRM_PATH}/mcp"), get(protected_resource_metadata))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard_hosts))
         .fallback(not_found);
-    Router::new()
-        // rmcp checks Host and Origin itself with the same policy (see mcp::service).
+    // rmcp checks Host and Origin itself with the same policy (see mcp::service).
+    let mcp = Router::new()
         .nest_service("/mcp", mcp::service(state.clone(), cancel))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard::mcp_gate,
+        ));
+    Router::new()
+        .merge(mcp)
         .merge(rest)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard::authorise,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), record_http))
         .with_state(state)
+}
+
+/// Where RFC 9728 puts the metadata of a resource on this host.
+pub const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
+
+async fn protected_resource_metadata(State(state): State<Arc<AppState>>) -> Response {
+    match &state.resource_metadata {
+        Some(metadata) => Json(metadata.clone()).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(json!({
+                "error": "NotFound",
+                "message": "this server runs with --auth none: no token is checked, so there is no protected-resource metadata; start it with --auth jwt to require tokens",
+            })),
+        )
+            .into_response(),
+    }
 }
 
 async fn record_http(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
@@ -104,12 +142,20 @@ async fn guard_hosts(State(state): State<Arc<AppState>>, req: Request, next: Nex
     }
 }
 
-async fn list_tools() -> Json<Value> {
+async fn list_tools(State(state): State<Arc<AppState>>, req: Request) -> Response {
+    let (time, started) = (SystemTime::now(), Instant::now());
+    let who = state.who(req.extensions());
+    let count = tools::specs().len() as u64;
+    let call = Call::method("tools/list", json!({}), AuditOutcome::Ok).with_count(count);
+    if let Err(e) = state.audit(time, &who, Transport::Rest, call, started) {
+        return guard::audit_unavailable(&e);
+    }
     Json(json!({
         "tools": tools::specs(),
         "ttlMs": TOOL_LIST_TTL_MS,
         "cacheScope": tools::CacheScope::Public,
     }))
+    .into_response()
 }
 
 async fn post_tool(
@@ -117,44 +163,54 @@ async fn post_tool(
     Path(name): Path<String>,
     req: Request,
 ) -> Response {
+    let (time, started) = (SystemTime::now(), Instant::now());
     let (parts, body) = req.into_parts();
     let caller = state.caller_from(&parts.extensions);
-    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Ok(b) => b,
-        Err(e) => {
-            return error_response(&ToolError::new(
+    let who = state.who(&parts.extensions);
+    let parsed = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Err(e) => Err(ToolError::new(
+            "InvalidArguments",
+            format!("the request body could not be read ({e}); send the arguments as a JSON object of at most {MAX_BODY_BYTES} bytes"),
+        )),
+        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Value::Null),
+        Ok(bytes) => serde_json::from_slice::<Value>(&bytes).map_err(|e| {
+            ToolError::new(
                 "InvalidArguments",
-                format!("the request body could not be read ({e}); send the arguments as a JSON object of at most {MAX_BODY_BYTES} bytes"),
-            ))
-        }
+                format!("the request body is not JSON ({e}); send the arguments of '{name}' as a JSON object, see GET /v1/tools for its inputSchema"),
+            )
+        }),
     };
-    let args = if bytes.iter().all(u8::is_ascii_whitespace) {
-        Value::Null
-    } else {
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) => v,
-            Err(e) => {
-                return error_response(&ToolError::new(
-                    "InvalidArguments",
-                    format!("the request body is not JSON ({e}); send the arguments of '{name}' as a JSON object, see GET /v1/tools for its inputSchema"),
-                ))
-            }
+    let (args, outcome) = match parsed {
+        Ok(args) => {
+            let outcome = call_tool(&state, "rest", caller, &name, args.clone()).await;
+            (args, outcome)
         }
+        Err(e) => (json!({}), Outcome::Err(e)),
     };
-    match call_tool(&state, "rest", caller, &name, args).await {
+    // An empty body means "no arguments", recorded as such.
+    let args = if args.is_null() { json!({}) } else { args };
+    let call = Call::tool(&name, &args, &outcome, state.served_snapshot().as_deref());
+    if let Err(e) = state.audit(time, &who, Transport::Rest, call, started) {
+        return guard::audit_unavailable(&e);
+    }
+    match outcome {
         Outcome::Ok(value) => (StatusCode::OK, Json(value)).into_response(),
         Outcome::InputRequired(ask) => (
             StatusCode::UNPROCESSABLE_ENTITY,
             Json(json!({ "input_required": ask })),
         )
             .into_response(),
-        Outcome::Err(e) => error_response(&e),
+        Outcome::Err(e) => error_response(&e, state.resource_metadata_url()),
     }
 }
 
-/// The error object with its status; a 403 also carries the `insufficient_scope` challenge
-/// naming every scope the request needs.
-pub fn error_response(e: &ToolError) -> Response {
+/// The error object with its status. A scope refusal is the 403 `insufficient_scope`
+/// challenge naming every scope the request needs, with `resource_metadata` when the server
+/// validates tokens (`metadata_url`).
+pub fn error_response(e: &ToolError, metadata_url: Option<&str>) -> Response {
+    if let Some(challenge) = metadata_url.and_then(|url| crate::auth::scope_challenge(e, url)) {
+        return challenge;
+    }
     let status = status_for(&e.kind);
     let mut resp = (status, Json(e.to_json())).into_response();
     if status == StatusCode::FORBIDDEN {
@@ -207,7 +263,7 @@ async fn not_found(req: Request) -> Response {
         Json(json!({
             "error": "NotFound",
             "message": format!(
-                "no route for {} {}; the API is GET /v1/tools, POST /v1/tools/{{name}}, /mcp (MCP Streamable HTTP), GET /healthz, /readyz, /metrics",
+                "no route for {} {}; the API is GET /v1/tools, POST /v1/tools/{{name}}, /mcp (MCP Streamable HTTP), GET /healthz, /readyz, /metrics, /.well-known/oauth-protected-resource",
                 req.method(),
                 req.uri().path()
             ),
@@ -245,6 +301,7 @@ mod tests {
             ("SourceUnavailable", 503),
             ("OutputSchemaViolation", 500),
             ("InternalError", 500),
+            ("AuditUnavailable", 503),
         ];
         for (kind, status) in cases {
             assert_eq!(status_for(kind).as_u16(), status, "{kind}");
@@ -257,7 +314,7 @@ mod tests {
             "catalog:claims:read".into(),
             "catalog:policy:read".into(),
         ]);
-        let resp = error_response(&e);
+        let resp = error_response(&e, None);
         assert_eq!(resp.status(), StatusCode::FORBIDDEN);
         assert_eq!(
             resp.headers()[header::WWW_AUTHENTICATE],

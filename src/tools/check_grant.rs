@@ -22,7 +22,7 @@ error that lists the known names. Never lists which users hold a role.";
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Role name, e.g. `claims-analyst`.
+    /// Role name as listed in the catalog's roles, e.g. `risk-actuary`.
     pub role: String,
     pub domain: Domain,
     pub table: TableName,

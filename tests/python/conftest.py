@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterator
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -49,16 +49,18 @@ def http_json(url: str, method: str = "GET", body: Any = None) -> tuple[int, Any
 class Server:
     base: str
     process: subprocess.Popen[str]
+    audit_log: Path
 
     @property
     def mcp_url(self) -> str:
         return f"{self.base}/mcp"
 
 
-@pytest.fixture(scope="session")
-def server() -> Any:
+@contextlib.contextmanager
+def running_govcat(args: list[str], audit_log: Path) -> Iterator[Server]:
+    """`govcat serve --listen 127.0.0.1:0 ARGS --audit-log AUDIT_LOG`, ready, then SIGTERM."""
     proc = subprocess.Popen(
-        [govcat_bin(), "serve", "--listen", "127.0.0.1:0"],
+        [govcat_bin(), "serve", "--listen", "127.0.0.1:0", *args, "--audit-log", str(audit_log)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -85,7 +87,7 @@ def server() -> Any:
                 f"govcat serve is not ready after 60 s: /readyz {status} {details}; "
                 "run scripts/fetch-model.sh and `govcat index` first"
             )
-        yield Server(base=base, process=proc)
+        yield Server(base=base, process=proc, audit_log=audit_log)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -93,6 +95,61 @@ def server() -> Any:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    # The audit log goes to a file: on stdout it would fill the undrained pipe.
+    audit_log = tmp_path_factory.mktemp("audit") / "audit.jsonl"
+    with running_govcat([], audit_log) as s:
+        yield s
+
+
+ISSUER = "https://idp.govcat.test"
+AUDIENCE = "https://govcat.test/mcp"
+RESOURCE_METADATA = "https://govcat.test/.well-known/oauth-protected-resource/mcp"
+CLIENT_ID = "python-mcp-test"
+
+
+@dataclass
+class AuthServer:
+    """`govcat serve --auth jwt` trusting a key generated for this session."""
+
+    server: Server
+    private_key: Any
+    kid: str = "py-rsa-1"
+
+    def token(self, scope: str, **patch: Any) -> str:
+        import jwt
+
+        now = int(time.time())
+        claims: dict[str, Any] = {
+            "iss": ISSUER,
+            "aud": AUDIENCE,
+            "sub": "carol",
+            "iat": now - 10,
+            "exp": now + 600,
+            "scope": scope,
+            "client_id": CLIENT_ID,
+        }
+        claims.update(patch)
+        return jwt.encode(claims, self.private_key, algorithm="RS256", headers={"kid": self.kid})
+
+
+@pytest.fixture(scope="session")
+def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    work = tmp_path_factory.mktemp("auth")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(RSAAlgorithm.to_jwk(key.public_key()))
+    jwk.update(kid="py-rsa-1", use="sig", alg="RS256")
+    jwks = work / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [jwk]}))
+    args = ["--auth", "jwt", "--issuer", ISSUER, "--audience", AUDIENCE, "--jwks-file", str(jwks)]
+    with running_govcat(args, work / "audit.jsonl") as s:
+        yield AuthServer(server=s, private_key=key)
 
 
 @dataclass
