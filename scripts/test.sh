@@ -23,6 +23,9 @@ cargo build --all-targets
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 
+step "snapshot of the demo catalog (index/) for the server tests"
+./target/debug/govcat index --json > /dev/null
+
 step "cargo test"
 cargo test -- --test-threads=2
 

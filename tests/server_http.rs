@@ -600,3 +600,50 @@ fn watch_swaps_in_a_rebuilt_snapshot_while_requests_keep_succeeding() {
     assert_eq!(after.json()["snapshot"]["id"], snapshot["id"]);
     assert_ne!(snapshot["id"], first["id"]);
 }
+
+/// Rule 8 with a scheduled rebuild: `--refresh` bounds `ttlMs` of retrieval answers by the
+/// time left until the next rebuild (capped), and `/readyz` names the cadence; without a
+/// cadence the answer carries the floor.
+#[test]
+fn refresh_cadence_bounds_the_ttl_of_retrieval_answers() {
+    if !retrieval_available("refresh_cadence_bounds_the_ttl_of_retrieval_answers") {
+        return;
+    }
+    let args = json!({"description": "contains an EU IBAN"});
+    let scheduled = Server::start(&["--refresh", "2m"], &[]);
+    let resp = scheduled.call("find_precedents", args.clone());
+    assert_eq!(resp.status, 200);
+    let ttl = resp.json()["ttlMs"].as_u64().expect("ttlMs");
+    assert!(
+        ttl <= 120_000,
+        "ttlMs {ttl} outlives the next rebuild in 2 min"
+    );
+    assert_eq!(
+        scheduled.get("/readyz").json()["refresh_every_seconds"],
+        120
+    );
+    drop(scheduled);
+
+    let unscheduled = Server::start(&[], &[]);
+    let resp = unscheduled.call("find_precedents", args);
+    assert_eq!(resp.json()["ttlMs"], json!(30_000));
+    assert_eq!(
+        unscheduled.get("/readyz").json()["refresh_every_seconds"],
+        Value::Null
+    );
+}
+
+#[test]
+fn refresh_cadence_is_refused_without_a_unit() {
+    let out = Command::new(BIN)
+        .current_dir(REPO)
+        .args(["serve", "--listen", "127.0.0.1:0", "--refresh", "15"])
+        .output()
+        .expect("run govcat serve");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("'15' has no unit s, m or h; write e.g. 90s, 15m or 1h"),
+        "{err}"
+    );
+}

@@ -731,6 +731,13 @@ impl Inner {
 }
 
 impl CatalogSource for AwsSource {
+    fn ontology_drift(&self, caller: &Caller) -> Option<Result<serde_json::Value, CatalogError>> {
+        Some(
+            AwsSource::ontology_drift(self, caller)
+                .map(|r| serde_json::to_value(r).unwrap_or(serde_json::Value::Null)),
+        )
+    }
+
     fn freshness(&self) -> SourceFreshness {
         let c = &self.inner.config;
         let mut accounts: Vec<&str> = c.domains.iter().map(|d| d.account_id.as_str()).collect();

@@ -514,6 +514,11 @@ pub trait CatalogSource: Send + Sync {
     /// The known roles, ordered.
     fn list_roles(&self, caller: &Caller) -> Result<Vec<String>, CatalogError>;
     fn role_grants(&self, caller: &Caller, role: &str) -> Result<RoleGrants, CatalogError>;
+    /// Tag keys and values on one side only (the source's tag vocabulary vs the ontology),
+    /// for sources that have a vocabulary of their own; `None` when there is none to compare.
+    fn ontology_drift(&self, _caller: &Caller) -> Option<Result<serde_json::Value, CatalogError>> {
+        None
+    }
 }
 
 /// Reads every dataset of a domain; tables that fail are returned separately, never dropped.

@@ -91,6 +91,35 @@ pub struct ServeArgs {
     /// rebuild keeps the old one serving (reported in logs, /metrics and /readyz).
     #[arg(long)]
     pub watch: bool,
+    /// Rebuild the snapshot from the source on this cadence (e.g. 15m, 1h, 90s) — for
+    /// `--source aws`, whose changes no file watcher sees. `ttlMs` of retrieval answers is
+    /// derived from it (it ends before the next rebuild).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub refresh: Option<Duration>,
+}
+
+/// Parses `90s`, `15m`, `1h` (a number and a unit).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration; write e.g. 90s, 15m or 1h"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => {
+            return Err(format!(
+                "'{s}' has no unit s, m or h; write e.g. 90s, 15m or 1h"
+            ))
+        }
+    };
+    if secs == 0 {
+        return Err("the refresh cadence must be longer than 0s".into());
+    }
+    Ok(Duration::from_secs(secs))
 }
 
 /// `govcat mcp-stdio` options.
@@ -159,6 +188,8 @@ pub struct AppState {
     /// `--auth jwt`: the RFC 9728 metadata served at `/.well-known/oauth-protected-resource`.
     pub resource_metadata: Option<serde_json::Value>,
     pub audit: AuditSink,
+    /// The source's tag vocabulary compared with the ontology at start (aws only).
+    pub ontology_drift: Option<Value>,
 }
 
 impl AppState {
@@ -178,6 +209,7 @@ impl AppState {
             auth: None,
             resource_metadata: None,
             audit,
+            ontology_drift: None,
         }
     }
 
@@ -366,6 +398,8 @@ pub fn readiness(state: &AppState) -> (bool, Value) {
                 "source": ctx.source.freshness(),
             },
             "retrieval_unavailable": state.retrieval_unavailable,
+            "ontology_drift": state.ontology_drift,
+            "refresh_every_seconds": ctx.snapshot_refresh_every.map(|d| d.as_secs()),
             "snapshot": snapshot,
             "uptime_seconds": state.started.elapsed().as_secs(),
         }),
@@ -622,6 +656,57 @@ pub struct AppContext {
 /// Quiet time after the last file change before `--watch` rebuilds.
 pub const WATCH_DEBOUNCE: Duration = Duration::from_millis(500);
 
+/// Rebuilds the snapshot from a fresh read of the ontology and the source, and loads it.
+fn rebuilder(
+    cli: &Cli,
+    embedder: Arc<dyn Embedder>,
+) -> impl Fn() -> Result<index::Snapshot, String> + Send + 'static {
+    let cli = cli.clone();
+    move || -> Result<index::Snapshot, String> {
+        let fresh = cli::context(&cli).map_err(|e| e.message)?;
+        index::build(
+            &cli.index,
+            &fresh.ontology,
+            fresh.source.as_ref(),
+            embedder.as_ref(),
+            &index::Quiet,
+        )
+        .map_err(|e| e.to_string())?;
+        index::load_current(&cli.index, embedder.as_ref()).map_err(|e| e.to_string())
+    }
+}
+
+/// Starts `--refresh`: rebuilds the snapshot every `every` and swaps it in; a failed rebuild
+/// keeps the previous snapshot serving and is recorded (logs, /metrics, /readyz).
+fn start_refresh(cli: &Cli, app: &AppContext, every: Duration) -> Result<(), ServerError> {
+    let (Some(embedder), Some(handle)) = (app.embedder.clone(), app.ctx.snapshots.clone()) else {
+        return Err(ServerError::runtime(
+            "--refresh",
+            "rebuilding snapshots needs the embedding model and a loaded snapshot",
+            "run scripts/fetch-model.sh and `govcat index`, or serve without --refresh",
+        ));
+    };
+    let rebuild = rebuilder(cli, embedder);
+    std::thread::Builder::new()
+        .name("govcat-refresh".into())
+        .spawn(move || loop {
+            std::thread::sleep(every);
+            match rebuild() {
+                Ok(snapshot) => {
+                    tracing::info!(snapshot = %snapshot.manifest.id, "scheduled rebuild swapped in");
+                    handle.record_rebuild_ok();
+                    handle.swap(snapshot);
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "scheduled rebuild failed; the previous snapshot keeps serving");
+                    handle.record_failure(&e);
+                }
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| ServerError::runtime("--refresh", e, "restart govcat serve"))
+}
+
 /// Starts `--watch`: rebuilds the snapshot when the ontology or catalog changes and swaps it
 /// into the context's handle (see `index::watch`).
 fn start_watch(
@@ -639,21 +724,7 @@ fn start_watch(
             "run scripts/fetch-model.sh, or serve without --watch",
         ));
     };
-    let rebuild = {
-        let cli = cli.clone();
-        move || -> Result<index::Snapshot, String> {
-            let fresh = cli::context(&cli).map_err(|e| e.message)?;
-            index::build(
-                &cli.index,
-                &fresh.ontology,
-                fresh.source.as_ref(),
-                embedder.as_ref(),
-                &index::Quiet,
-            )
-            .map_err(|e| e.to_string())?;
-            index::load_current(&cli.index, embedder.as_ref()).map_err(|e| e.to_string())
-        }
-    };
+    let rebuild = rebuilder(cli, embedder);
     index::watch::spawn(
         &[cli.ontology.clone(), cli.catalog.clone()],
         WATCH_DEBOUNCE,
@@ -738,10 +809,25 @@ pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(cli, &e),
     };
-    let (app, unavailable) = match serving_context(cli) {
+    let (mut app, unavailable) = match serving_context(cli) {
         Ok(built) => built,
         Err(e) => return cli::report_error(cli, &e),
     };
+    if let Some(every) = args.refresh {
+        app.ctx.snapshot_refresh_every = Some(every);
+        if let Err(e) = start_refresh(cli, &app, every) {
+            return fail(cli, &e);
+        }
+    }
+    // The source's own tag vocabulary against the ontology (aws: ListLFTags), read once at
+    // start: logged, and shown in /readyz.
+    let drift = app.ctx.source.ontology_drift(&Caller::local()).map(|r| match r {
+        Ok(report) => report,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not compare the source's LF-tags with the ontology");
+            json!({"error": e.kind(), "message": e.to_string()})
+        }
+    });
     let _watch = if args.watch {
         match start_watch(cli, &app, unavailable.as_deref()) {
             Ok(guard) => Some(guard),
@@ -753,6 +839,7 @@ pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
     // Under --auth jwt every request carries its own caller; the fallback is never used.
     let mut state = AppState::new(app.ctx, Caller::local(), hosts, audit);
     state.retrieval_unavailable = unavailable;
+    state.ontology_drift = drift;
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(cli, &e),
