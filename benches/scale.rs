@@ -59,8 +59,8 @@ const DEFAULT_COMPOSE: Compose = Compose {
     common: 0.6,
     noise: 0.3,
 };
-const CALIBRATION_COMMON: [f32; 3] = [0.4, 0.6, 0.8];
-const CALIBRATION_NOISE: [f32; 2] = [0.3, 0.6];
+const CALIBRATION_COMMON: [f64; 3] = [0.4, 0.6, 0.8];
+const CALIBRATION_NOISE: [f64; 2] = [0.3, 0.6];
 /// Calibration needs enough real documents for neighbourhoods to mean something.
 const MIN_CALIBRATION_SIZE: usize = 5_000;
 /// Real document embeddings averaged for the common direction of composed vectors.
@@ -621,10 +621,10 @@ fn normalise(v: &mut [f32]) {
 /// How composed vectors are made: `common` times the common direction of real document
 /// embeddings, plus the normalised sum of the document's centred word vectors, plus `noise`
 /// times a random unit vector. Chosen by `calibration` against real vectors.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Compose {
-    common: f32,
-    noise: f32,
+    common: f64,
+    noise: f64,
 }
 
 /// What composing needs from the real model.
@@ -695,7 +695,7 @@ impl Composer {
             normalise(&mut g);
             let mut v: Vec<f32> = match how {
                 Some(c) => (0..self.dim)
-                    .map(|i| c.common * self.common[i] + s[i] + c.noise * g[i])
+                    .map(|i| c.common as f32 * self.common[i] + s[i] + c.noise as f32 * g[i])
                     .collect(),
                 None => g.clone(),
             };
@@ -1593,8 +1593,8 @@ fn parse_args() -> Result<Args> {
                 args.timeout =
                     Duration::from_secs_f64(number("--timeout-secs", value("--timeout-secs")?)?)
             }
-            "--common" => args.compose.common = number("--common", value("--common")?)? as f32,
-            "--noise" => args.compose.noise = number("--noise", value("--noise")?)? as f32,
+            "--common" => args.compose.common = number("--common", value("--common")?)?,
+            "--noise" => args.compose.noise = number("--noise", value("--noise")?)?,
             "--max-hnsw-size" => {
                 args.max_hnsw_size = number("--max-hnsw-size", value("--max-hnsw-size")?)? as usize
             }
@@ -1906,15 +1906,9 @@ fn orchestrate(args: &Args) -> Result<()> {
                     }
                     if Some(size) == real_max && size >= MIN_CALIBRATION_SIZE {
                         if let Some(c) = run_child("calibrate", size, work.path(), args, compose)? {
-                            if let Ok(chosen) = serde_json::from_value::<(f32, f32)>(json!([
-                                c["chosen"]["common"],
-                                c["chosen"]["noise"]
-                            ])) {
-                                compose = Compose {
-                                    common: chosen.0,
-                                    noise: chosen.1,
-                                };
-                            }
+                            compose = serde_json::from_value(c["chosen"].clone()).context(
+                                "the calibrate phase reported no usable `chosen` composition",
+                            )?;
                             calibration = c;
                         }
                     }

@@ -27,7 +27,7 @@ step "snapshot of the demo catalog (index/) for the server tests"
 ./target/debug/govcat index --json > /dev/null
 
 step "cargo test"
-cargo test -- --test-threads=2
+cargo test --no-fail-fast -- --test-threads=2
 
 step "MCP clients and conformance"
 GOVCAT_BIN="$PWD/target/debug/govcat" scripts/test-mcp.sh

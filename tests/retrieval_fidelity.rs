@@ -120,6 +120,7 @@ fn echo(built: &Built, description: &str, domains: Value, scope_source: &str, li
         "mode": "hybrid",
         "snapshot_id": built.manifest.id,
         "min_similarity": (f64::from(Params::default().min_similarity) * 1000.0).round() / 1000.0,
+        "glossary_terms": [],
     })
 }
 
@@ -490,6 +491,7 @@ fn an_empty_result_echoes_what_actually_ran_and_differently_sent_runs_read_diffe
             "mode": "bm25",
             "snapshot_id": built.manifest.id,
             "min_similarity": (f64::from(Params::default().min_similarity) * 1000.0).round() / 1000.0,
+            "glossary_terms": [],
         })
     );
     assert_eq!(
