@@ -16,7 +16,7 @@ use hnsw_rs::hnswio::HnswIo;
 use super::IndexError;
 
 /// Up to this many documents the exact scan serves queries; above it, HNSW.
-pub const EXACT_MAX_DOCS: usize = 20_000;
+pub const EXACT_MAX_DOCS: usize = 5_000;
 /// Below this share of allowed documents a filtered query scans exactly (HNSW's filtered
 /// search loses recall when most of the graph is filtered out).
 const HNSW_MIN_ALLOWED_SHARE: f64 = 0.10;
