@@ -1272,6 +1272,9 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
         "queries": texts.len(),
         "mean_hits_per_query": round3(mean(&hit_counts.iter().map(|h| *h as f64).collect::<Vec<_>>())),
         "queries_with_no_hit": hit_counts.iter().filter(|h| **h == 0).count(),
+        "cpu_note": "cpu_*_ms is the calling thread's CPU time, robust to other load on the \
+                     machine; the model's forward pass also runs on worker threads, so for \
+                     anything that embeds a query cpu_* undercounts and wall time is the figure",
         "search_uncached": uncached.report(),
         "search_cached": cached.report(),
         "breakdown": {
