@@ -135,20 +135,12 @@ fn subdirs_all(dir: &Path) -> Result<Vec<String>, CatalogError> {
     Ok(names)
 }
 
+/// Sub-folders whose names are valid catalog names (domains), sorted.
 fn subdirs(dir: &Path) -> Result<Vec<String>, CatalogError> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
-        let entry = entry.map_err(|e| io_error(dir, e))?;
-        if entry.path().is_dir() {
-            if let Some(name) = entry.file_name().to_str() {
-                if is_safe_name(name) {
-                    names.push(name.to_string());
-                }
-            }
-        }
-    }
-    names.sort();
-    Ok(names)
+    Ok(subdirs_all(dir)?
+        .into_iter()
+        .filter(|name| is_safe_name(name))
+        .collect())
 }
 
 impl CatalogSource for DirSource {
