@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 
 use crate::embed::Embedder;
 use crate::index::documents::Kind;
-use crate::index::lexical::{parse_query, scope_term, QueryPart};
-use crate::index::Snapshot;
+use crate::index::lexical::{parse_query, QueryPart};
+use crate::index::{ScopeFilter, Snapshot};
 
 /// Candidates taken from each side before fusion.
 pub const CANDIDATES: usize = 100;
@@ -138,12 +138,14 @@ pub fn candidates(
     if scopes.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
+    let scope = snapshot.scope_filter(&scopes);
     let expansion = snapshot.glossary.expand(q.description);
     let lexical = if q.mode != Mode::Dense {
         snapshot.count_query();
         let mut parts = parse_query(q.description);
         parts.extend(expansion.iter().cloned().map(QueryPart::Expansion));
-        snapshot.lexical.search(&parts, &scopes, CANDIDATES)?
+        let filter = (!matches!(scope, ScopeFilter::All)).then_some(scopes.as_slice());
+        snapshot.lexical.search(&parts, filter, CANDIDATES)?
     } else {
         Vec::new()
     };
@@ -155,16 +157,13 @@ pub fn candidates(
         } else {
             embedder.embed_query(&format!("{} ({})", q.description, expansion.join(" ")))?
         };
-        let allowed_mask: Vec<bool> = snapshot
-            .docs
-            .iter()
-            .map(|d| scopes.contains(&scope_term(d)))
-            .collect();
-        let allowed_count = allowed_mask.iter().filter(|a| **a).count();
-        let allowed = |ord: u32| allowed_mask.get(ord as usize).copied().unwrap_or(false);
-        snapshot
-            .dense
-            .search(&vector, CANDIDATES, &allowed, allowed_count)
+        let allowed = |ord: u32| scope.allows(ord);
+        snapshot.dense.search(
+            &vector,
+            CANDIDATES,
+            &allowed,
+            scope.count(snapshot.docs.len()),
+        )
     } else {
         Vec::new()
     };

@@ -325,7 +325,11 @@ impl Lexical {
     }
 
     /// Builds the query for `parts`, or `None` when no part yields a searchable term.
-    fn build_query(&self, parts: &[QueryPart], scopes: &[String]) -> Option<Box<dyn Query>> {
+    fn build_query(
+        &self,
+        parts: &[QueryPart],
+        scopes: Option<&[String]>,
+    ) -> Option<Box<dyn Query>> {
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for part in parts {
             match part {
@@ -401,6 +405,10 @@ impl Lexical {
         if should.is_empty() {
             return None;
         }
+        let words: Box<dyn Query> = Box::new(BooleanQuery::new(should));
+        let Some(scopes) = scopes else {
+            return Some(words);
+        };
         let scope_filter: Vec<Box<dyn Query>> = scopes
             .iter()
             .map(|s| {
@@ -411,19 +419,17 @@ impl Lexical {
             })
             .collect();
         Some(Box::new(BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(BooleanQuery::new(should)) as Box<dyn Query>,
-            ),
+            (Occur::Must, words),
             (Occur::Must, Box::new(BooleanQuery::union(scope_filter))),
         ])))
     }
 
-    /// Top `k` documents (ordinal, BM25 score) within `scopes`, best first, ties by ordinal.
+    /// Top `k` documents (ordinal, BM25 score) within `scopes` (`None`: the whole index), best
+    /// first, ties by ordinal.
     pub fn search(
         &self,
         parts: &[QueryPart],
-        scopes: &[String],
+        scopes: Option<&[String]>,
         k: usize,
     ) -> Result<Vec<(u32, f32)>, IndexError> {
         let Some(query) = self.build_query(parts, scopes) else {

@@ -14,7 +14,7 @@ pub mod lexical;
 pub mod text;
 pub mod watch;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -127,6 +127,8 @@ pub struct Snapshot {
     pub docs: Vec<Document>,
     /// The domains with at least one column in the snapshot, sorted.
     pub domains: Vec<String>,
+    /// Each document's scope term, computed once at load for the per-query scope filter.
+    pub scopes: Scopes,
     pub lexical: lexical::Lexical,
     pub dense: Dense,
     /// German→English query expansion (empty when the snapshot carries no glossary).
@@ -159,6 +161,74 @@ impl Snapshot {
 
     pub fn doc(&self, ord: u32) -> &Document {
         &self.docs[ord as usize]
+    }
+
+    /// Which documents a query limited to the scope terms `allowed` may see.
+    pub fn scope_filter(&self, allowed: &[String]) -> ScopeFilter {
+        self.scopes.filter(allowed)
+    }
+}
+
+/// The scope term (`domain:<d>` or `ontology`) of every document, as a small number, so a
+/// query's scope filter is a table lookup per document rather than a string per document.
+#[derive(Debug, Clone, Default)]
+pub struct Scopes {
+    /// The distinct scope terms, sorted.
+    pub names: Vec<String>,
+    /// Per document ordinal, the index of its scope term in `names`.
+    pub of: Vec<u32>,
+}
+
+impl Scopes {
+    pub fn of_docs(docs: &[Document]) -> Scopes {
+        let terms: Vec<String> = docs.iter().map(lexical::scope_term).collect();
+        let mut names = terms.clone();
+        names.sort();
+        names.dedup();
+        let index: HashMap<&str, u32> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i as u32))
+            .collect();
+        let of = terms.iter().map(|t| index[t.as_str()]).collect();
+        Scopes { names, of }
+    }
+
+    /// Which documents a query limited to the scope terms `allowed` may see.
+    pub fn filter(&self, allowed: &[String]) -> ScopeFilter {
+        let permitted: Vec<bool> = self.names.iter().map(|s| allowed.contains(s)).collect();
+        if permitted.iter().all(|p| *p) {
+            return ScopeFilter::All;
+        }
+        let mask: Vec<bool> = self.of.iter().map(|s| permitted[*s as usize]).collect();
+        let count = mask.iter().filter(|m| **m).count();
+        ScopeFilter::Mask { mask, count }
+    }
+}
+
+/// The documents one query may see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScopeFilter {
+    /// Every document of the snapshot (the caller may read every scope in it).
+    All,
+    /// Per ordinal, whether the document is visible; `count` of them are.
+    Mask { mask: Vec<bool>, count: usize },
+}
+
+impl ScopeFilter {
+    pub fn allows(&self, ord: u32) -> bool {
+        match self {
+            ScopeFilter::All => true,
+            ScopeFilter::Mask { mask, .. } => mask.get(ord as usize).copied().unwrap_or(false),
+        }
+    }
+
+    /// Number of visible documents out of `total`.
+    pub fn count(&self, total: usize) -> usize {
+        match self {
+            ScopeFilter::All => total,
+            ScopeFilter::Mask { count, .. } => *count,
+        }
     }
 }
 
@@ -552,9 +622,11 @@ pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError>
     let mut domains: Vec<String> = docs.iter().filter_map(|d| d.domain.clone()).collect();
     domains.sort();
     domains.dedup();
+    let scopes = Scopes::of_docs(&docs);
     Ok(Snapshot {
         manifest,
         domains,
+        scopes,
         docs,
         lexical,
         dense,
@@ -630,5 +702,68 @@ impl SnapshotHandle {
 
     pub fn status(&self) -> SnapshotStatus {
         self.lock().clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(kind: Kind, domain: Option<&str>) -> Document {
+        Document {
+            id: format!("{kind:?}:{domain:?}"),
+            kind,
+            domain: domain.map(str::to_string),
+            table: None,
+            column: None,
+            data_type: None,
+            key: None,
+            value: None,
+            description: None,
+            lf_tags: None,
+            name_text: String::new(),
+            lexical_text: String::new(),
+            context_text: String::new(),
+            dense_text: String::new(),
+        }
+    }
+
+    fn scopes() -> Scopes {
+        Scopes::of_docs(&[
+            doc(Kind::Column, Some("fraud")),
+            doc(Kind::OntologyValue, None),
+            doc(Kind::Column, Some("claims")),
+            doc(Kind::Column, Some("fraud")),
+        ])
+    }
+
+    #[test]
+    fn a_caller_who_reads_every_scope_gets_no_mask() {
+        let all = ["domain:claims", "domain:fraud", "ontology", "domain:other"].map(String::from);
+        assert_eq!(scopes().filter(&all), ScopeFilter::All);
+        assert_eq!(ScopeFilter::All.count(4), 4);
+    }
+
+    #[test]
+    fn a_caller_limited_to_one_domain_sees_exactly_its_documents() {
+        let filter = scopes().filter(&["domain:fraud".to_string()]);
+        assert_eq!(
+            filter,
+            ScopeFilter::Mask {
+                mask: vec![true, false, false, true],
+                count: 2
+            }
+        );
+        assert_eq!(
+            (0..5).map(|o| filter.allows(o)).collect::<Vec<_>>(),
+            vec![true, false, false, true, false]
+        );
+        assert_eq!(
+            scopes().filter(&[]),
+            ScopeFilter::Mask {
+                mask: vec![false; 4],
+                count: 0
+            }
+        );
     }
 }
