@@ -1035,7 +1035,8 @@ fn phase_build(size: usize, work: &Path, compose: Compose) -> Result<Value> {
     let scratch = work.join("lexical-only");
     fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let started = Instant::now();
-    index::lexical::build(&scratch, &catalog.docs).context("building the lexical index alone")?;
+    index::lexical::build(&scratch, &catalog.docs, &Default::default())
+        .context("building the lexical index alone")?;
     let lexical_ms = ms(started.elapsed());
     fs::remove_dir_all(&scratch).with_context(|| format!("removing {}", scratch.display()))?;
 
@@ -1327,7 +1328,8 @@ fn phase_partial(size: usize, work: &Path, query_count: usize, compose: Compose)
     let tantivy = work.join("tantivy");
     fs::create_dir_all(&tantivy).with_context(|| format!("creating {}", tantivy.display()))?;
     let started = Instant::now();
-    index::lexical::build(&tantivy, &catalog.docs).context("building the lexical index")?;
+    index::lexical::build(&tantivy, &catalog.docs, &Default::default())
+        .context("building the lexical index")?;
     let lexical_ms = ms(started.elapsed());
     let lexical = index::lexical::Lexical::open(&tantivy).context("opening the lexical index")?;
     let (rss, hwm) = rss_mib()?;

@@ -20,7 +20,8 @@ use tantivy::tokenizer::{
 use tantivy::{doc, Index, IndexReader, ReloadPolicy, Term};
 
 use super::documents::{Document, Kind};
-use super::text::{fold, trigrams, GRAM_MIN_WORD};
+use super::glossary::Glossary;
+use super::text::{fold, trigrams, words, GRAM_MIN_WORD};
 use super::IndexError;
 
 const WORDS: &str = "govcat_words";
@@ -33,6 +34,12 @@ const CONTEXT_BOOST: f32 = 0.1;
 const NAME_BOOST: f32 = 1.0;
 /// Weight of the German-stemmed field relative to the English-stemmed one.
 const GERMAN_BOOST: f32 = 0.5;
+/// Weight of a query word sequence that is a column's whole name.
+const NAME_KEY_BOOST: f32 = 1.0;
+/// Longest query word sequence tried as a whole column name.
+const NAME_KEY_MAX_WORDS: usize = 3;
+/// Weight of a match on a document's glossary expansion (its German words in English).
+const GLOSS_BOOST: f32 = 0.5;
 /// Weight of a glossary expansion term relative to the caller's own words.
 const EXPANSION_BOOST: f32 = 0.5;
 /// Weight of a trigram match relative to a whole-word match.
@@ -80,6 +87,11 @@ struct Fields {
     text: Field,
     text_de: Field,
     context: Field,
+    /// English glossary terms of the document's German words (document-side expansion).
+    gloss: Field,
+    /// The whole identifier as one term (`iban`, `payee iban`): a query naming exactly this
+    /// column name outranks a column whose name merely contains the word (`iban length`).
+    name_key: Field,
     grams: Field,
 }
 
@@ -106,7 +118,9 @@ fn schema() -> (Schema, Fields) {
         name: b.add_text_field("name", words.clone()),
         text: b.add_text_field("text", words.clone()),
         text_de: b.add_text_field("text_de", words_de),
-        context: b.add_text_field("context", words),
+        context: b.add_text_field("context", words.clone()),
+        gloss: b.add_text_field("gloss", words),
+        name_key: b.add_text_field("name_key", STRING),
         grams: b.add_text_field("grams", grams),
     };
     (b.build(), fields)
@@ -116,6 +130,11 @@ fn register(index: &Index) {
     index.tokenizers().register(WORDS, words_analyzer());
     index.tokenizers().register(WORDS_DE, german_analyzer());
     index.tokenizers().register(GRAMS, grams_analyzer());
+}
+
+/// The exact-name term of an identifier's words: folded, single spaces.
+fn name_key(name_words: &str) -> String {
+    words(name_words).join(" ")
 }
 
 /// The scope term of a document: `domain:<name>` for columns, `ontology` for values.
@@ -133,8 +152,10 @@ fn tantivy_error(what: &str, e: impl std::fmt::Display) -> IndexError {
     }
 }
 
-/// Writes the lexical index of `docs` into `dir` (which must exist and be empty).
-pub fn build(dir: &Path, docs: &[Document]) -> Result<(), IndexError> {
+/// Writes the lexical index of `docs` into `dir` (which must exist and be empty). German words
+/// of a document are expanded through `glossary` into its `gloss` field, so an English query
+/// meets a German column name or description (and a German query's expansion meets it too).
+pub fn build(dir: &Path, docs: &[Document], glossary: &Glossary) -> Result<(), IndexError> {
     let (schema, f) = schema();
     let index = Index::create_in_dir(dir, schema).map_err(|e| tantivy_error("tantivy", e))?;
     register(&index);
@@ -150,6 +171,8 @@ pub fn build(dir: &Path, docs: &[Document]) -> Result<(), IndexError> {
                 f.text => d.lexical_text.clone(),
                 f.text_de => d.lexical_text.clone(),
                 f.context => d.context_text.clone(),
+                f.gloss => glossary.expand(&d.lexical_text).join(" "),
+                f.name_key => name_key(&d.name_text),
                 f.grams => super::text::gram_text(&d.lexical_text),
             ))
             .map_err(|e| tantivy_error("tantivy writer", e))?;
@@ -350,6 +373,13 @@ impl Lexical {
                                 CONTEXT_BOOST,
                             )),
                         ));
+                        should.push((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(
+                                self.word_query(self.f.gloss, &token),
+                                GLOSS_BOOST,
+                            )),
+                        ));
                     }
                     for token in analyse_with(german_analyzer(), w) {
                         should.push((
@@ -366,7 +396,7 @@ impl Lexical {
                 }
                 QueryPart::Expansion(w) => {
                     for token in self.analyse(w) {
-                        for field in [self.f.text, self.f.name] {
+                        for field in [self.f.text, self.f.name, self.f.gloss] {
                             should.push((
                                 Occur::Should,
                                 Box::new(BoostQuery::new(
@@ -399,6 +429,30 @@ impl Lexical {
                             should.push((Occur::Should, Box::new(PhraseQuery::new(terms))));
                         }
                     }
+                }
+            }
+        }
+        let plain: Vec<&str> = parts
+            .iter()
+            .filter_map(|p| match p {
+                QueryPart::Word(w) => Some(w.as_str()),
+                _ => None,
+            })
+            .collect();
+        for n in 1..=NAME_KEY_MAX_WORDS.min(plain.len()) {
+            for window in plain.windows(n) {
+                let key = name_key(&window.join(" "));
+                if !key.is_empty() {
+                    should.push((
+                        Occur::Should,
+                        Box::new(BoostQuery::new(
+                            Box::new(TermQuery::new(
+                                Term::from_field_text(self.f.name_key, &key),
+                                IndexRecordOption::Basic,
+                            )),
+                            NAME_KEY_BOOST,
+                        )),
+                    ));
                 }
             }
         }

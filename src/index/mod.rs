@@ -104,7 +104,7 @@ pub struct Counts {
 }
 
 /// Version of the snapshot layout; a snapshot of another version is refused at load.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// `manifest.json`: what a snapshot is and how to check it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -405,10 +405,17 @@ pub fn write_snapshot_with_glossary(
     let doc_bytes = serde_json::to_vec(docs).map_err(|e| io_err(&staging, e))?;
     write_file(&staging.join(DOCUMENTS), &doc_bytes)?;
     write_file(&staging.join(VECTORS), &vectors.to_bytes())?;
-    if let Some(text) = glossary_text {
-        write_file(&staging.join(GLOSSARY), text.as_bytes())?;
-    }
-    lexical::build(&staging.join(TANTIVY), docs)?;
+    let glossary = match glossary_text {
+        Some(text) => {
+            write_file(&staging.join(GLOSSARY), text.as_bytes())?;
+            glossary::Glossary::parse(text).map_err(|problem| IndexError::Corrupt {
+                file: glossary::GLOSSARY_FILE.to_string(),
+                problem,
+            })?
+        }
+        None => glossary::Glossary::default(),
+    };
+    lexical::build(&staging.join(TANTIVY), docs, &glossary)?;
     let dense_backend = dense::choose_backend(docs.len());
     if dense_backend == Backend::Hnsw {
         dense::build_hnsw(&staging, vectors)?;
