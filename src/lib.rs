@@ -5,6 +5,8 @@
 //!
 //! # Layout
 //! Dependencies point down this list.
+//! - [`limits`]: every bound on what a caller may send (argument sizes, request body, requests
+//!   in flight), as named constants; enforced by `tools` and `server`.
 //! - [`ontology`]: the LF-tag vocabulary (5 keys, 21 values), its loader and `resolve()`.
 //! - [`catalog`]: domains, datasets, columns and their four-state tags; the parse boundary
 //!   (`catalog::boundary`) every source goes through, the `dir` source (`catalog::dir`) and the
@@ -34,6 +36,7 @@ pub mod catalog;
 pub mod cli;
 pub mod embed;
 pub mod index;
+pub mod limits;
 pub mod ontology;
 pub mod retrieval;
 pub mod server;

@@ -1102,14 +1102,14 @@ fn invalid_arguments_are_errors_of_the_exact_kind() {
     let cases = [
         (json!({"description": ""}), "InvalidArguments"),
         (json!({"description": "   "}), "InvalidArguments"),
-        (json!({"description": "x".repeat(1001)}), "InvalidArguments"),
+        (json!({"description": "x".repeat(1001)}), "LimitExceeded"),
         (
             json!({"description": EU_IBAN, "limit": 0}),
             "InvalidArguments",
         ),
         (
             json!({"description": EU_IBAN, "limit": 51}),
-            "InvalidArguments",
+            "LimitExceeded",
         ),
         (
             json!({"description": EU_IBAN, "domains": []}),
@@ -1146,7 +1146,7 @@ fn invalid_arguments_are_errors_of_the_exact_kind() {
     );
     assert_eq!(
         e.message,
-        "limit 51 is outside 1-50; use next_cursor to page"
+        "limit 51 is more than the largest page of 50 entries; ask for at most 50 and pass next_cursor for the next page"
     );
     let e = call_err(
         &ctx,

@@ -745,7 +745,7 @@ fn an_mcp_body_over_one_mebibyte_is_413_and_audited() {
     assert_eq!(resp.status, 413, "{}", resp.text());
     assert_eq!(
         resp.json(),
-        json!({"error": "RequestTooLarge", "message": "the MCP request body is larger than 1048576 bytes; send one JSON-RPC message of at most that size"})
+        json!({"error": "RequestTooLarge", "message": "the request body is larger than 1048576 bytes; send one JSON-RPC message in at most 1048576 bytes", "limit": "request_body", "max": 1048576})
     );
     let last = server.audit_lines().pop().expect("an audit line");
     assert_eq!(

@@ -443,12 +443,20 @@ pub fn write_snapshot_with_glossary(
     fs::rename(&tmp, index_dir.join("CURRENT"))
         .map_err(|e| io_err(&index_dir.join("CURRENT"), e))?;
     fsync_dir(index_dir);
-    prune(&snapshots, &id);
+    prune(index_dir, &snapshots, &id);
     Ok(id)
 }
 
-/// Removes staging leftovers of crashed builds and all but the newest few snapshots.
-fn prune(snapshots: &Path, current: &str) {
+/// Removes leftovers of crashed builds (staging directories, `.CURRENT.<id>` files written but
+/// never renamed) and all but the newest few snapshots.
+fn prune(index_dir: &Path, snapshots: &Path, current: &str) {
+    if let Ok(entries) = fs::read_dir(index_dir) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(".CURRENT.") {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
     let Ok(entries) = fs::read_dir(snapshots) else {
         return;
     };

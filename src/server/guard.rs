@@ -1,18 +1,20 @@
 //! What stands between an HTTP request and a handler: authorisation (token → caller, refusals
-//! audited as `challenge`), the scope gate in front of rmcp, and the audit of every MCP call
-//! made over HTTP. A request that cannot be audited is not answered: it gets a 503.
+//! audited as `challenge`), the bound on requests in flight ([`InFlight`], 429), the scope gate
+//! in front of rmcp, and the audit of every MCP call made over HTTP. A request that cannot be
+//! audited is not answered: it gets a 503.
 //!
-//! The MCP gate reads the JSON-RPC body itself (at most [`MAX_MCP_BODY_BYTES`]) because rmcp
+//! The MCP gate reads the JSON-RPC body itself (at most [`MAX_BODY_BYTES`]) because rmcp
 //! answers every request with HTTP 200: a `tools/call` or `resources/read` naming a domain the
 //! caller may not read must become an HTTP 403 challenge before rmcp sees it. The tools refuse
 //! such domains too; that check stays as the second line of defence.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -22,10 +24,9 @@ use super::{mcp, rest, AppState};
 use crate::audit::{AuditOutcome, Call, Transport, TOOLS_CALL};
 use crate::auth;
 use crate::catalog::{Caller, Domain};
+use crate::limits::{MAX_BODY_BYTES, RETRY_AFTER_SECS};
 use crate::tools::{self, ToolError};
-
-/// Largest MCP request body read; a larger one is answered 413.
-pub const MAX_MCP_BODY_BYTES: usize = 1 << 20;
+use tokio::sync::Semaphore;
 /// Longest request path copied into an audit line.
 const MAX_AUDITED_PATH: usize = 200;
 
@@ -105,6 +106,94 @@ pub async fn authorise(
             }
         }
     }
+}
+
+/// The bound on requests answered at once (`serve --max-concurrent-requests`) and how often
+/// it refused one. Only requests that run work take a slot: every request to `/v1/*` and an
+/// MCP `POST /mcp`. Health, readiness, metrics, the RFC 9728 metadata and MCP's long-lived
+/// `GET /mcp` event streams never do, so a saturated server can still be watched.
+#[derive(Debug)]
+pub struct InFlight {
+    slots: Arc<Semaphore>,
+    max: usize,
+    refused: AtomicU64,
+}
+
+impl InFlight {
+    /// At most `max` requests at once (`max` ≥ 1; clap refuses 0).
+    pub fn new(max: usize) -> InFlight {
+        let max = max.max(1);
+        InFlight {
+            slots: Arc::new(Semaphore::new(max)),
+            max,
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Requests holding a slot now.
+    pub fn current(&self) -> usize {
+        self.max - self.slots.available_permits()
+    }
+
+    /// Requests refused with 429 since start.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    fn takes_a_slot(method: &Method, path: &str) -> bool {
+        path == "/v1" || path.starts_with("/v1/") || (path == "/mcp" && *method == Method::POST)
+    }
+}
+
+/// The 429 of a request over the bound: `Retry-After` and the error object naming the bound.
+pub fn too_many_requests(max: usize) -> Response {
+    let error = ToolError::new(
+        rest::TOO_MANY_REQUESTS,
+        format!("govcat is answering as many requests as --max-concurrent-requests allows ({max}); retry after {RETRY_AFTER_SECS} s, or start govcat with a larger --max-concurrent-requests"),
+    )
+    .with("limit", "concurrent_requests")
+    .with("max", max)
+    .with("retry_after_seconds", RETRY_AFTER_SECS);
+    let mut resp = (StatusCode::TOO_MANY_REQUESTS, Json(error.to_json())).into_response();
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+    resp
+}
+
+/// Bounds requests in flight (see [`InFlight`]): a request that finds every slot taken is
+/// refused at once with 429 — never queued — and audited like any refusal. Runs after
+/// [`authorise`], so an unauthenticated flood is answered 401 without taking slots.
+pub async fn limit_in_flight(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !InFlight::takes_a_slot(request.method(), request.uri().path()) {
+        return next.run(request).await;
+    }
+    // The slot is held until the response is built; rmcp's answers are buffered by
+    // `mcp_gate` first, so an MCP call holds its slot until it is complete.
+    let Ok(_slot) = state.in_flight.slots.clone().try_acquire_owned() else {
+        state.in_flight.refused.fetch_add(1, Ordering::Relaxed);
+        let (time, started) = (SystemTime::now(), Instant::now());
+        let path = request.uri().path();
+        let (method, tool) = unread_call(request.method(), path);
+        let call = Call {
+            tool,
+            ..Call::method(&method, json!({}), AuditOutcome::Error)
+        }
+        .with_error(rest::TOO_MANY_REQUESTS);
+        let who = state.who(request.extensions());
+        return match state.audit(time, &who, transport_of(path), call, started) {
+            Ok(()) => too_many_requests(state.in_flight.max()),
+            Err(e) => audit_unavailable(&e),
+        };
+    };
+    next.run(request).await
 }
 
 /// One JSON-RPC request of an MCP POST body.
@@ -225,7 +314,7 @@ pub fn missing_scopes(caller: &Caller, domains: &[Domain]) -> Vec<String> {
 }
 
 /// Whether a body-read error is the size limit.
-fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+pub(super) fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = current {
         if err.is::<http_body_util::LengthLimitError>() {
@@ -298,28 +387,28 @@ pub async fn mcp_gate(
     let started = Instant::now();
     let (mut parts, body) = request.into_parts();
     let who = state.who(&parts.extensions);
-    let bytes: Bytes = match axum::body::to_bytes(body, MAX_MCP_BODY_BYTES).await {
+    let bytes: Bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(b) => b,
         Err(e) => {
             let inner = e.into_inner();
-            let (status, kind, message) = if is_length_limit(inner.as_ref()) {
-                (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "RequestTooLarge",
-                    format!("the MCP request body is larger than {MAX_MCP_BODY_BYTES} bytes; send one JSON-RPC message of at most that size"),
-                )
+            let error = if is_length_limit(inner.as_ref()) {
+                rest::request_too_large("one JSON-RPC message")
             } else {
-                (
-                    StatusCode::BAD_REQUEST,
+                ToolError::new(
                     "InvalidRequest",
                     format!("the MCP request body could not be read ({inner}); send it again"),
                 )
             };
-            let call = Call::method("POST /mcp", json!({}), AuditOutcome::Error).with_error(kind);
+            let call = Call::method("POST /mcp", json!({}), AuditOutcome::Error)
+                .with_error(error.kind.as_str());
             if let Err(e) = state.audit(time, &who, Transport::Mcp, call, started) {
                 return audit_unavailable(&e);
             }
-            return (status, Json(ToolError::new(kind, message).to_json())).into_response();
+            let status = match error.kind.as_str() {
+                rest::REQUEST_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            return (status, Json(error.to_json())).into_response();
         }
     };
     let requests = jsonrpc_requests(&bytes);

@@ -94,6 +94,16 @@ pub struct Gauges {
     pub snapshot: Option<SnapshotGauge>,
     /// The audit sink's counters.
     pub audit: Option<AuditGauge>,
+    /// Requests in flight and refusals of `--max-concurrent-requests`.
+    pub in_flight: Option<InFlightGauge>,
+}
+
+/// Requests holding a slot of `--max-concurrent-requests`, the bound, and 429s since start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InFlightGauge {
+    pub current: usize,
+    pub max: usize,
+    pub refused: u64,
 }
 
 /// Audit lines written and refused since start.
@@ -214,6 +224,17 @@ impl Metrics {
             out += "# TYPE govcat_audit_failures_total counter\n";
             let _ = writeln!(out, "govcat_audit_failures_total {}", audit.failures);
         }
+        if let Some(f) = &gauges.in_flight {
+            out += "# HELP govcat_http_in_flight Requests to /mcp and /v1/* being answered now.\n";
+            out += "# TYPE govcat_http_in_flight gauge\n";
+            let _ = writeln!(out, "govcat_http_in_flight {}", f.current);
+            out += "# HELP govcat_http_in_flight_max The bound on requests answered at once (--max-concurrent-requests).\n";
+            out += "# TYPE govcat_http_in_flight_max gauge\n";
+            let _ = writeln!(out, "govcat_http_in_flight_max {}", f.max);
+            out += "# HELP govcat_http_refused_total Requests refused with 429 because --max-concurrent-requests were in flight.\n";
+            out += "# TYPE govcat_http_refused_total counter\n";
+            let _ = writeln!(out, "govcat_http_refused_total {}", f.refused);
+        }
         if let Some(snap) = &gauges.snapshot {
             out += "# HELP govcat_snapshot_loaded 1 when a snapshot is served, else 0.\n";
             out += "# TYPE govcat_snapshot_loaded gauge\n";
@@ -332,6 +353,11 @@ mod tests {
                 rebuilds_ok: 1,
                 rebuilds_failed: 1,
             }),
+            in_flight: Some(InFlightGauge {
+                current: 3,
+                max: 64,
+                refused: 5,
+            }),
         });
         let calls: Vec<&str> = text
             .lines()
@@ -357,6 +383,18 @@ mod tests {
         assert_eq!(
             line(&text, "govcat_uptime_seconds "),
             Some("govcat_uptime_seconds 1.5")
+        );
+        assert_eq!(
+            line(&text, "govcat_http_in_flight "),
+            Some("govcat_http_in_flight 3")
+        );
+        assert_eq!(
+            line(&text, "govcat_http_in_flight_max "),
+            Some("govcat_http_in_flight_max 64")
+        );
+        assert_eq!(
+            line(&text, "govcat_http_refused_total "),
+            Some("govcat_http_refused_total 5")
         );
     }
 

@@ -33,7 +33,7 @@ use crate::cli::{self, Cli};
 use crate::embed::Embedder;
 use crate::index::{self, SnapshotHandle};
 use crate::tools::{self, Caller, Context, Outcome, ToolError};
-use metrics::{AuditGauge, CallOutcome, Gauges, Metrics, SnapshotGauge};
+use metrics::{AuditGauge, CallOutcome, Gauges, InFlightGauge, Metrics, SnapshotGauge};
 
 /// Environment variable holding the stdio caller's scopes.
 pub const SCOPES_ENV: &str = "GOVCAT_SCOPES";
@@ -96,6 +96,11 @@ pub struct ServeArgs {
     /// derived from it (it ends before the next rebuild).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub refresh: Option<Duration>,
+    /// Requests to /mcp (POST) and /v1/* answered at once; one more is refused at once with
+    /// 429 and Retry-After, never queued. /healthz, /readyz and /metrics are not counted.
+    #[arg(long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONCURRENT_REQUESTS,
+          value_parser = parse_max_concurrent)]
+    pub max_concurrent_requests: usize,
 }
 
 /// Parses `90s`, `15m`, `1h` (a number and a unit).
@@ -120,6 +125,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err("the refresh cadence must be longer than 0s".into());
     }
     Ok(Duration::from_secs(secs))
+}
+
+/// Parses `--max-concurrent-requests`: a whole number of at least 1.
+fn parse_max_concurrent(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "'{s}' is not a number of requests; give a whole number of at least 1, e.g. {}",
+            crate::limits::DEFAULT_MAX_CONCURRENT_REQUESTS
+        )),
+    }
 }
 
 /// `govcat mcp-stdio` options.
@@ -190,6 +206,8 @@ pub struct AppState {
     pub audit: AuditSink,
     /// The source's tag vocabulary compared with the ontology at start (aws only).
     pub ontology_drift: Option<Value>,
+    /// The bound on requests in flight (`--max-concurrent-requests`).
+    pub in_flight: guard::InFlight,
 }
 
 impl AppState {
@@ -210,7 +228,14 @@ impl AppState {
             resource_metadata: None,
             audit,
             ontology_drift: None,
+            in_flight: guard::InFlight::new(crate::limits::DEFAULT_MAX_CONCURRENT_REQUESTS),
         }
+    }
+
+    /// Answers at most `max` requests to `/mcp` and `/v1/*` at once (see [`guard::InFlight`]).
+    pub fn with_max_concurrent_requests(mut self, max: usize) -> AppState {
+        self.in_flight = guard::InFlight::new(max);
+        self
     }
 
     /// Turns on token validation; the metadata lists one read scope per catalog domain.
@@ -353,6 +378,11 @@ pub fn gauges(state: &AppState) -> Gauges {
         audit: Some(AuditGauge {
             written: state.audit.written(),
             failures: state.audit.failures(),
+        }),
+        in_flight: Some(InFlightGauge {
+            current: state.in_flight.current(),
+            max: state.in_flight.max(),
+            refused: state.in_flight.refused(),
         }),
     }
 }
@@ -837,7 +867,8 @@ pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
         None
     };
     // Under --auth jwt every request carries its own caller; the fallback is never used.
-    let mut state = AppState::new(app.ctx, Caller::local(), hosts, audit);
+    let mut state = AppState::new(app.ctx, Caller::local(), hosts, audit)
+        .with_max_concurrent_requests(args.max_concurrent_requests);
     state.retrieval_unavailable = unavailable;
     state.ontology_drift = drift;
     let rt = match runtime() {

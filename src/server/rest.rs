@@ -10,7 +10,10 @@
 //!     when the tool asks for missing arguments — not 200, because an ask is not an answer
 //!     (FIDELITY rule 9), and not 400, because the arguments given were valid;
 //!   - an error object `{"error": kind, "message", ...}` with the status of [`status_for`]; a
-//!     scope refusal is a 403 with the `insufficient_scope` challenge naming every scope needed.
+//!     scope refusal is a 403 with the `insufficient_scope` challenge naming every scope needed;
+//!     an argument over its bound (`LimitExceeded`, see [`crate::limits`]) is a 422, a body over
+//!     [`MAX_BODY_BYTES`] a 413, and a request over `--max-concurrent-requests` a 429 with
+//!     `Retry-After` ([`guard::limit_in_flight`]).
 //! - `GET /.well-known/oauth-protected-resource` (and `.../mcp`): RFC 9728 metadata under
 //!   `--auth jwt`, 404 under `--auth none`.
 //!
@@ -32,17 +35,21 @@ use tokio_util::sync::CancellationToken;
 
 use super::{call_tool, gauges, guard, mcp, readiness, AppState};
 use crate::audit::{AuditOutcome, Call, Transport};
+use crate::limits::MAX_BODY_BYTES;
 use crate::tools::{self, Outcome, ToolError};
 
 /// `ttlMs` of the tool list: the list is fixed for the lifetime of the process.
 pub const TOOL_LIST_TTL_MS: u64 = 300_000;
-/// Largest accepted request body of a REST tool call.
-pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// The error kind of a request body over [`MAX_BODY_BYTES`] (HTTP 413).
+pub const REQUEST_TOO_LARGE: &str = "RequestTooLarge";
+/// The error kind of a request refused because too many are in flight (HTTP 429).
+pub const TOO_MANY_REQUESTS: &str = "TooManyRequests";
 
 /// The HTTP status of a tool error kind.
 ///
 /// Caller mistakes are 4xx (bad arguments 400, no or bad token 401, outside the caller's
-/// scopes 403, not in this catalog 404). Upstream trouble is 502 when the upstream answered
+/// scopes 403, not in this catalog 404, body too large 413, an argument over its bound 422,
+/// too many requests in flight 429). Upstream trouble is 502 when the upstream answered
 /// wrongly (unexpected shape, refused the server's own role) and 503 when it or a serving
 /// prerequisite (model, snapshot) is unavailable. Anything else is the server's fault, 500:
 /// a kind not listed here is 500, so add new kinds when a tool gains them.
@@ -58,6 +65,9 @@ pub fn status_for(kind: &str) -> StatusCode {
         "UnknownTool" | "DomainNotFound" | "DatasetNotFound" | "RoleNotFound" => {
             StatusCode::NOT_FOUND
         }
+        REQUEST_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+        tools::LIMIT_EXCEEDED => StatusCode::UNPROCESSABLE_ENTITY,
+        TOO_MANY_REQUESTS => StatusCode::TOO_MANY_REQUESTS,
         "UpstreamSchemaError"
         | "UpstreamRejected"
         | "UpstreamAccessDenied"
@@ -93,6 +103,10 @@ pub fn app(state: Arc<AppState>, cancel: CancellationToken) -> Router {
     Router::new()
         .merge(mcp)
         .merge(rest)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard::limit_in_flight,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             guard::authorise,
@@ -168,6 +182,9 @@ async fn post_tool(
     let caller = state.caller_from(&parts.extensions);
     let who = state.who(&parts.extensions);
     let parsed = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Err(e) if guard::is_length_limit(&e) => Err(request_too_large(&format!(
+            "the arguments of '{name}'"
+        ))),
         Err(e) => Err(ToolError::new(
             "InvalidArguments",
             format!("the request body could not be read ({e}); send the arguments as a JSON object of at most {MAX_BODY_BYTES} bytes"),
@@ -202,6 +219,17 @@ async fn post_tool(
             .into_response(),
         Outcome::Err(e) => error_response(&e, state.resource_metadata_url()),
     }
+}
+
+/// The refusal of a request body over [`MAX_BODY_BYTES`] (HTTP 413); `what` names what the
+/// body should carry.
+pub fn request_too_large(what: &str) -> ToolError {
+    ToolError::new(
+        REQUEST_TOO_LARGE,
+        format!("the request body is larger than {MAX_BODY_BYTES} bytes; send {what} in at most {MAX_BODY_BYTES} bytes"),
+    )
+    .with("limit", "request_body")
+    .with("max", MAX_BODY_BYTES)
 }
 
 /// The error object with its status. A scope refusal is the 403 `insufficient_scope`
@@ -302,6 +330,9 @@ mod tests {
             ("OutputSchemaViolation", 500),
             ("InternalError", 500),
             ("AuditUnavailable", 503),
+            ("RequestTooLarge", 413),
+            ("LimitExceeded", 422),
+            ("TooManyRequests", 429),
         ];
         for (kind, status) in cases {
             assert_eq!(status_for(kind).as_u16(), status, "{kind}");

@@ -10,6 +10,7 @@ use super::{CacheScope, Caller, Context, ToolError};
 use crate::catalog::{Domain, SourceFreshness, Tags};
 use crate::index::documents::Kind;
 use crate::index::Snapshot;
+use crate::limits::{DEFAULT_LIMIT, MAX_DESCRIPTION_CHARS, MAX_DOMAINS, MAX_LIMIT};
 use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 
 pub const DESCRIPTION: &str = "Find existing catalog columns and tag-ontology values whose \
@@ -28,25 +29,22 @@ Before acting on a tag, read the dataset live with get_dataset and validate with
 When nothing matches, the result says so (match_type none) with a hint and suggestions derived \
 from your words that were not searched.";
 
-/// Longest accepted description, in characters.
-pub const MAX_DESCRIPTION: usize = 1000;
-pub const DEFAULT_LIMIT: usize = 10;
-pub const MAX_LIMIT: usize = 50;
-pub const MAX_DOMAINS: usize = 64;
-
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
     /// What the column holds, in your words (1-1000 characters).
+    #[schemars(length(max = MAX_DESCRIPTION_CHARS))]
     pub description: String,
-    /// Domains to search; omitted = every domain you may read.
+    /// Domains to search (at most 64); omitted = every domain you may read.
     #[serde(default)]
+    #[schemars(length(max = MAX_DOMAINS))]
     pub domains: Option<Vec<Domain>>,
     /// Kinds of entries: column, ontology_value; omitted = both.
     #[serde(default)]
     pub kinds: Option<Vec<Kind>>,
     /// Page size, 1-50; default 10.
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_LIMIT))]
     pub limit: Option<usize>,
     /// next_cursor of the previous page of the same search.
     #[serde(default)]
@@ -162,10 +160,6 @@ pub fn resolve_domains(
             "InvalidArguments",
             "domains is an empty list; omit it to search every domain you may read, or name at least one",
         )),
-        Some(list) if list.len() > MAX_DOMAINS => Err(ToolError::new(
-            "InvalidArguments",
-            format!("domains names {} domains; at most {MAX_DOMAINS} are accepted — omit it to search all you may read", list.len()),
-        )),
         Some(list) => {
             let mut out: Vec<String> = Vec::new();
             let mut missing_scopes = Vec::new();
@@ -224,28 +218,60 @@ fn entry(snapshot: &Snapshot, hit: &Hit) -> Entry {
     }
 }
 
+/// Refuses an argument over its bound in [`crate::limits`] — before any snapshot or model is
+/// needed, so the refusal is the same whatever the server has loaded.
+pub fn check_limits(input: &Input) -> Result<(), ToolError> {
+    let chars = input.description.chars().count();
+    if chars > MAX_DESCRIPTION_CHARS {
+        return Err(ToolError::limit_exceeded(
+            "description",
+            MAX_DESCRIPTION_CHARS,
+            chars,
+            format!("description has {chars} characters; at most {MAX_DESCRIPTION_CHARS} are accepted — shorten it to what the column holds"),
+        ));
+    }
+    if let Some(limit) = input.limit.filter(|l| *l > MAX_LIMIT) {
+        return Err(ToolError::limit_exceeded(
+            "limit",
+            MAX_LIMIT,
+            limit,
+            format!("limit {limit} is more than the largest page of {MAX_LIMIT} entries; ask for at most {MAX_LIMIT} and pass next_cursor for the next page"),
+        ));
+    }
+    if let Some(count) = input
+        .domains
+        .as_ref()
+        .map(Vec::len)
+        .filter(|n| *n > MAX_DOMAINS)
+    {
+        return Err(ToolError::limit_exceeded(
+            "domains",
+            MAX_DOMAINS,
+            count,
+            format!("domains names {count} domains; at most {MAX_DOMAINS} are accepted — omit it to search every domain you may read"),
+        ));
+    }
+    Ok(())
+}
+
 /// Validates the input and runs the search; returns the output and the full hit list.
 pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
+    check_limits(&input)?;
     let (snapshot, embedder) = ctx.retrieval_parts()?;
     let description = input.description.trim().to_string();
-    let chars = description.chars().count();
-    if chars == 0 {
+    if description.is_empty() {
         return Err(ToolError::new(
             "InvalidArguments",
             "description is empty; describe what the column holds, e.g. \"contains an EU IBAN\"",
         ));
     }
-    if chars > MAX_DESCRIPTION {
-        return Err(ToolError::new(
-            "InvalidArguments",
-            format!("description has {chars} characters; at most {MAX_DESCRIPTION} are accepted — shorten it to what the column holds"),
-        ));
-    }
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
-    if limit == 0 || limit > MAX_LIMIT {
+    if limit == 0 {
         return Err(ToolError::new(
             "InvalidArguments",
-            format!("limit {limit} is outside 1-{MAX_LIMIT}; use next_cursor to page"),
+            format!(
+                "limit 0 asks for no entries; give 1-{MAX_LIMIT}, or omit it for {DEFAULT_LIMIT}"
+            ),
         ));
     }
     let kinds: Vec<Kind> = match &input.kinds {

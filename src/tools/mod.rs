@@ -195,6 +195,9 @@ pub fn format_rfc3339(t: SystemTime) -> String {
     )
 }
 
+/// The error kind of an argument over one of the bounds of [`crate::limits`].
+pub const LIMIT_EXCEEDED: &str = "LimitExceeded";
+
 /// A tool failure: a kind (`error`), a message with a next step, and structured details.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolError {
@@ -229,6 +232,20 @@ impl ToolError {
             ),
         )
         .with("required_scopes", scopes)
+    }
+
+    /// An argument over its bound (see [`crate::limits`]): kind [`LIMIT_EXCEEDED`] with the
+    /// bound's name (`limit`), its `max` and what was sent (`got`).
+    pub fn limit_exceeded(
+        limit: &str,
+        max: usize,
+        got: usize,
+        message: impl Into<String>,
+    ) -> ToolError {
+        ToolError::new(LIMIT_EXCEEDED, message)
+            .with("limit", limit)
+            .with("max", max)
+            .with("got", got)
     }
 
     /// `{"error": kind, "message": ..., details...}`.

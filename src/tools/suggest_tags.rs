@@ -29,7 +29,8 @@ pub const PRECEDENTS: usize = 10;
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// What the new column holds.
+    /// What the new column holds (1-1000 characters).
+    #[schemars(length(max = crate::limits::MAX_DESCRIPTION_CHARS))]
     pub description: String,
     /// Target dataset's domain (with table).
     #[serde(default)]

@@ -11,6 +11,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod server;
+
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,23 @@
+//! Every bound on what a caller may send, in one place: argument sizes of the retrieval tools,
+//! the request body, and requests in flight. A value over a bound is refused with an error
+//! naming the bound (`limit`), its `max` and, when known, what was sent (`got`) — never
+//! silently truncated. The README's "Limits" section lists the same values.
+//!
+//! This module holds numbers only; `tools` enforces the argument bounds and `server` the
+//! transport ones.
+
+/// Longest accepted `description` of `find_precedents` / `suggest_tags`, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 1000;
+/// Largest `limit` (page size) of `find_precedents`; more entries come by `next_cursor`.
+pub const MAX_LIMIT: usize = 50;
+/// Page size of `find_precedents` when `limit` is omitted.
+pub const DEFAULT_LIMIT: usize = 10;
+/// Most entries in the `domains` list of `find_precedents`.
+pub const MAX_DOMAINS: usize = 64;
+/// Largest request body of a REST tool call or an MCP POST, in bytes (1 MiB).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// Default of `serve --max-concurrent-requests`: requests to `/mcp` and `/v1/*` answered at
+/// once; one more is refused with 429.
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 64;
+/// The `Retry-After` of a 429, in seconds.
+pub const RETRY_AFTER_SECS: u64 = 1;
