@@ -60,7 +60,7 @@ impl Default for Params {
             fusion: Fusion::Rrf,
             rrf_k: 5.0,
             lexical_weight: 1.0,
-            dense_weight: 2.0,
+            dense_weight: 1.5,
             min_similarity: 0.40,
         }
     }

@@ -310,6 +310,23 @@ pub fn collect_documents(
             docs.extend(documents::column_documents(ds));
         }
     }
+    // The model reads English: a column's German words are also given to it in English.
+    let glossary = ontology
+        .glossary_text
+        .as_deref()
+        .map(glossary::Glossary::parse)
+        .transpose()
+        .map_err(|problem| IndexError::Corrupt {
+            file: glossary::GLOSSARY_FILE.to_string(),
+            problem,
+        })?
+        .unwrap_or_default();
+    for d in docs.iter_mut().filter(|d| d.kind == Kind::Column) {
+        let english = glossary.expand(&d.lexical_text);
+        if !english.is_empty() {
+            d.dense_text = format!("{} ({})", d.dense_text, english.join(" "));
+        }
+    }
     let counts = Counts {
         documents: docs.len(),
         columns: docs.len() - ontology_values,
