@@ -12,11 +12,12 @@
 //! Run:   cargo bench --bench http_load   (or --profile dev: the numeric crates optimised only)
 //! Options (after `--`): --tools find_precedents,get_dataset,resolve_lf_tag
 //!                       --concurrency 1,8,32  --seconds 5  --watch  --unique
+//!                       --out FILE (default target/bench/http.json)
 //! Retrieval tools cycle through the labelled query set (fixtures/bench/queries.jsonl); by
 //! default every description is sent once before measuring, so the runs see a warm
 //! query-embedding cache. `--unique` appends a counter to every description instead, so every
 //! request misses the cache and pays for one model inference.
-//! Writes `target/bench/http.json`.
+//! Writes `target/bench/http.json` (or `--out`).
 
 #[path = "../tests/server_http/client.rs"]
 mod client;
@@ -43,6 +44,7 @@ struct Options {
     seconds: u64,
     watch: bool,
     unique: bool,
+    out: PathBuf,
 }
 
 fn options() -> Options {
@@ -54,6 +56,7 @@ fn options() -> Options {
         seconds: 5,
         watch: false,
         unique: false,
+        out: Path::new(REPO).join("target/bench/http.json"),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -72,6 +75,7 @@ fn options() -> Options {
             "--seconds" => o.seconds = value("--seconds").parse().expect("--seconds: a number"),
             "--watch" => o.watch = true,
             "--unique" => o.unique = true,
+            "--out" => o.out = PathBuf::from(value("--out")),
             "--bench" => {} // passed by `cargo bench`
             other => panic!("unknown option {other}; see the header of benches/http_load.rs"),
         }
@@ -397,12 +401,12 @@ fn main() {
         "watch": watch,
         "results": results,
     });
-    let out = Path::new(REPO).join("target/bench/http.json");
-    std::fs::create_dir_all(out.parent().expect("parent")).expect("create target/bench");
+    let out = &opts.out;
+    std::fs::create_dir_all(out.parent().expect("parent")).expect("create the report directory");
     std::fs::write(
-        &out,
+        out,
         serde_json::to_string_pretty(&report).expect("serialise the report"),
     )
-    .expect("write target/bench/http.json");
+    .expect("write the report");
     println!("wrote {}", out.display());
 }

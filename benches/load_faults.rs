@@ -3,8 +3,9 @@
 //! checked against a value known before the load started.
 //!
 //! Traffic: `find_precedents` with repeated descriptions (the labelled query set; expected:
-//! the first entry of a reference call) and with new ones (a counter appended: a cache miss and
-//! one model inference each; expected: the description echoed and a non-empty list),
+//! the first entry of a reference call) and with new ones (a counter appended to a description
+//! whose reference matched lexically: a cache miss and one model inference each; expected: the
+//! description echoed and a non-empty list),
 //! `get_dataset policy.customer` (expected: the reference's columns, `iban` tagged
 //! `sensitivity=high`) and `resolve_lf_tag` of a valid set (expected: the reference
 //! resolution). Half the workers speak REST (`POST /v1/tools/{name}`), half MCP (Streamable
@@ -524,6 +525,11 @@ impl Client {
 struct Expected {
     /// Description and the id of its first entry in the reference call.
     repeated: Vec<(String, String)>,
+    /// Repeated descriptions whose first entry matched the words (lexical or both): new
+    /// descriptions are these plus a counter, so a non-empty answer is known in advance. (A
+    /// semantic-only match sits near the similarity floor, and an appended number can move it
+    /// below: "hsntsn" finds policy.insured_vehicle.hsn_tsn, "hsntsn 19114" honestly nothing.)
+    lexical_bases: Vec<String>,
     dataset_columns: Vec<String>,
     iban_tags: Value,
     resolved: Value,
@@ -566,6 +572,7 @@ fn first_id(result: &Value) -> Option<String> {
 fn expected(addr: SocketAddr, token: &str) -> Expected {
     let mut c = Client::new(addr, Transport::Rest, token);
     let mut repeated = Vec::new();
+    let mut lexical_bases = Vec::new();
     for d in descriptions() {
         if repeated.len() == REPEATED {
             break;
@@ -574,6 +581,9 @@ fn expected(addr: SocketAddr, token: &str) -> Expected {
             .call("find_precedents", &json!({"description": d, "limit": 10}))
             .unwrap_or_else(|f| panic!("reference find_precedents({d}): {} {}", f.kind, f.message));
         if let Some(id) = first_id(&r) {
+            if r["entries"][0]["match_type"] != "semantic" {
+                lexical_bases.push(d.clone());
+            }
             repeated.push((d, id));
         }
     }
@@ -593,8 +603,13 @@ fn expected(addr: SocketAddr, token: &str) -> Expected {
     let resolved = c
         .call("resolve_lf_tag", &resolve_args())
         .unwrap_or_else(|f| panic!("reference resolve_lf_tag: {} {}", f.kind, f.message));
+    assert!(
+        !lexical_bases.is_empty(),
+        "no description with a lexical first entry"
+    );
     Expected {
         repeated,
+        lexical_bases,
         dataset_columns: column_names(&ds),
         iban_tags: iban,
         resolved: resolved["resolved"].clone(),
@@ -606,7 +621,11 @@ fn arguments(op: Op, i: u64, expected: &Expected) -> Value {
     let (d, _) = &expected.repeated[(i as usize / MIX.len()) % expected.repeated.len()];
     match op {
         Op::FindRepeated => json!({"description": d, "limit": 10}),
-        Op::FindNew => json!({"description": format!("{d} {i}"), "limit": 10}),
+        Op::FindNew => {
+            let base =
+                &expected.lexical_bases[(i as usize / MIX.len()) % expected.lexical_bases.len()];
+            json!({"description": format!("{base} {i}"), "limit": 10})
+        }
         Op::GetDataset => dataset_args(),
         Op::Resolve => resolve_args(),
     }
