@@ -717,19 +717,16 @@ fn phase_name(p: u8) -> &'static str {
     }
 }
 
-/// The phase of a request that ran from `start_ms` for `latency_us`, given the outage window
-/// in ms since the start (`None`: no outage in this scenario).
-fn phase_of(start_ms: u32, latency_us: u32, window: Option<(u64, u64)>) -> u8 {
-    let Some((from, to)) = window else {
-        return NO_OUTAGE;
-    };
-    let (start, end) = (
-        start_ms as u64,
-        start_ms as u64 + latency_us as u64 / 1000 + 1,
-    );
-    if end < from {
+/// Not yet happened (an outage bound in [`Shared`]).
+const NOT_YET: u64 = u64::MAX;
+
+/// The phase of a request that ran from `start_ms` to `end_ms` (ms since the start), decided
+/// when it completes: the kill (`from`) and the end of the reseed (`to`) are `NOT_YET` until
+/// they happen, so a request still running at either moment overlaps the outage.
+fn phase_of(start_ms: u64, end_ms: u64, from: u64, to: u64) -> u8 {
+    if end_ms < from {
         BEFORE
-    } else if start > to {
+    } else if to != NOT_YET && start_ms > to {
         AFTER
     } else {
         OUTAGE
@@ -745,15 +742,15 @@ struct Sample {
     outcome: u32,
 }
 
-/// Distinct messages kept per outcome kind (per worker).
+/// Distinct messages kept per outcome kind and phase (per worker).
 const MESSAGES_PER_KIND: usize = 3;
 
 #[derive(Default)]
 struct WorkerLog {
     samples: Vec<Sample>,
-    /// Outcome kinds: kind, distinct sample messages, whether it is a server error.
-    kinds: Vec<(String, Vec<String>, bool)>,
-    index: HashMap<String, u32>,
+    /// Outcome kinds: kind, phase, distinct sample messages, whether it is a server error.
+    kinds: Vec<(String, u8, Vec<String>, bool)>,
+    index: HashMap<(String, u8), u32>,
 }
 
 /// A message with its digits blanked, so ports, counters and ids do not make it distinct.
@@ -765,10 +762,11 @@ fn shape(message: &str) -> String {
 }
 
 impl WorkerLog {
-    fn intern(&mut self, kind: String, message: String, server_error: bool) -> u32 {
+    fn intern(&mut self, kind: String, phase: u8, message: String, server_error: bool) -> u32 {
         let message: String = message.chars().take(600).collect();
-        if let Some(&i) = self.index.get(&kind) {
-            let messages = &mut self.kinds[i as usize].1;
+        let key = (kind, phase);
+        if let Some(&i) = self.index.get(&key) {
+            let messages = &mut self.kinds[i as usize].2;
             if messages.len() < MESSAGES_PER_KIND
                 && !messages.iter().any(|m| shape(m) == shape(&message))
             {
@@ -777,8 +775,8 @@ impl WorkerLog {
             return i + 1;
         }
         let i = self.kinds.len() as u32;
-        self.index.insert(kind.clone(), i);
-        self.kinds.push((kind, vec![message], server_error));
+        self.index.insert(key.clone(), i);
+        self.kinds.push((key.0, phase, vec![message], server_error));
         i + 1
     }
 }
@@ -787,6 +785,11 @@ struct Shared {
     addr: SocketAddr,
     expected: Expected,
     counter: AtomicU64,
+    /// Whether this scenario has an outage at all.
+    outage_planned: bool,
+    /// ms since `t0` of the kill and of the end of the reseed, or `NOT_YET`.
+    outage_from_ms: AtomicU64,
+    outage_to_ms: AtomicU64,
     t0: Instant,
     record_from: Instant,
     until: Instant,
@@ -805,21 +808,33 @@ fn worker(shared: Arc<Shared>, transport: Transport, token: String) -> WorkerLog
         if started < shared.record_from {
             continue;
         }
+        let start_ms = started.duration_since(shared.t0).as_millis() as u64;
+        let phase = if shared.outage_planned {
+            phase_of(
+                start_ms,
+                shared.t0.elapsed().as_millis() as u64,
+                shared.outage_from_ms.load(Ordering::SeqCst),
+                shared.outage_to_ms.load(Ordering::SeqCst),
+            )
+        } else {
+            NO_OUTAGE
+        };
         let outcome = match result {
             Ok(v) => match check(op, &args, &v, &shared.expected) {
                 None => 0,
                 Some((what, seen)) => {
-                    log.intern(format!("{what} ({})", transport.name()), seen, false)
+                    log.intern(format!("{what} ({})", transport.name()), phase, seen, false)
                 }
             },
             Err(f) => log.intern(
                 format!("{} ({}, {})", f.kind, op.tool(), transport.name()),
+                phase,
                 f.message,
                 f.server_error,
             ),
         };
         log.samples.push(Sample {
-            t_ms: started.duration_since(shared.t0).as_millis() as u32,
+            t_ms: start_ms as u32,
             latency_us: took.as_micros().min(u32::MAX as u128) as u32,
             op,
             transport,
@@ -916,7 +931,6 @@ fn report(
     logs: Vec<WorkerLog>,
     observed: Observed,
     outage: Option<Value>,
-    window: Option<(u64, u64)>,
     seconds: f64,
     build_s: f64,
     rebuild_s: f64,
@@ -943,13 +957,12 @@ fn report(
             }
             failed += 1;
             b.1 += 1;
-            let (kind, messages, server_error) = &log.kinds[s.outcome as usize - 1];
+            let (kind, phase, messages, server_error) = &log.kinds[s.outcome as usize - 1];
             if kind.starts_with("wrong") || kind.starts_with("empty") {
                 b.2 += 1;
             }
-            let phase = phase_of(s.t_ms, s.latency_us, window);
             let e = outcomes
-                .entry((kind.clone(), phase))
+                .entry((kind.clone(), *phase))
                 .or_insert_with(|| (0, Vec::new(), *server_error));
             e.0 += 1;
             for m in messages {
@@ -1091,6 +1104,9 @@ fn main() {
         addr,
         expected,
         counter: AtomicU64::new(0),
+        outage_planned: setup.moto.is_some(),
+        outage_from_ms: AtomicU64::new(NOT_YET),
+        outage_to_ms: AtomicU64::new(NOT_YET),
         t0,
         record_from: t0 + WARMUP,
         until: t0 + WARMUP + Duration::from_secs(opts.seconds),
@@ -1113,12 +1129,14 @@ fn main() {
         })
         .collect();
 
-    let mut window = None;
     let outage = setup.moto.as_mut().map(|moto| {
         let at = shared.record_from + Duration::from_secs(opts.outage_at);
         std::thread::sleep(at.saturating_duration_since(Instant::now()));
         let since = |i: Instant| round(i.duration_since(t0).as_secs_f64(), 1);
+        let ms = |i: Instant| i.duration_since(t0).as_millis() as u64;
         let killed = Instant::now();
+        // Marked before the kill: a request completing from now on may have met it.
+        shared.outage_from_ms.store(ms(killed), Ordering::SeqCst);
         moto.stop();
         std::thread::sleep(Duration::from_secs(opts.outage_secs));
         let restarting = Instant::now();
@@ -1126,8 +1144,7 @@ fn main() {
         let restarted = Instant::now();
         moto.seed();
         let reseeded = Instant::now();
-        let ms = |i: Instant| i.duration_since(t0).as_millis() as u64;
-        window = Some((ms(killed), ms(reseeded)));
+        shared.outage_to_ms.store(ms(reseeded), Ordering::SeqCst);
         eprintln!(
             "moto killed at {} s, restarted at {} s, reseeded at {} s",
             since(killed),
@@ -1154,7 +1171,6 @@ fn main() {
         logs,
         observed,
         outage,
-        window,
         opts.seconds as f64,
         build_s,
         rebuild_s,
