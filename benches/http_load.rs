@@ -1,26 +1,28 @@
 //! HTTP throughput bench (not a test): requests/s and latency percentiles of tool calls over
-//! `POST /v1/tools/{name}` on loopback, at concurrency 1, 8 and 32, against the release
-//! `govcat serve`. A bounded load generator: a fixed number of worker threads, each with one
-//! keep-alive connection, issuing one request at a time for a fixed duration.
+//! `POST /v1/tools/{name}` on loopback, at concurrency 1, 8 and 32, against `govcat serve`
+//! built with the bench's profile (`GOVCAT_BIN` overrides the binary). A bounded load
+//! generator: a fixed number of worker threads, each with one keep-alive connection, issuing
+//! one request at a time for a fixed duration.
 //!
 //! The server runs on a private copy of the demo catalog and ontology with its own snapshot
 //! (under `target/bench/http-work/`), so `--watch` can be exercised: the bench then rewrites the
 //! ontology copy every few seconds, the server rebuilds and swaps snapshots under load, and the
 //! report counts swaps next to failed requests (which must stay 0).
 //!
-//! Run:   cargo bench --bench http_load
+//! Run:   cargo bench --bench http_load   (or --profile dev: the numeric crates optimised only)
 //! Options (after `--`): --tools find_precedents,get_dataset,resolve_lf_tag
 //!                       --concurrency 1,8,32  --seconds 5  --watch  --unique
+//!                       --out FILE (default target/bench/http.json)
 //! Retrieval tools cycle through the labelled query set (fixtures/bench/queries.jsonl); by
 //! default every description is sent once before measuring, so the runs see a warm
 //! query-embedding cache. `--unique` appends a counter to every description instead, so every
 //! request misses the cache and pays for one model inference.
-//! Writes `target/bench/http.json`.
+//! Writes `target/bench/http.json` (or `--out`).
 
 #[path = "../tests/server_http/client.rs"]
 mod client;
+mod support;
 
-use std::io::BufRead;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -29,9 +31,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use support::{
+    copy_dir, descriptions, govcat_bin, metric, percentile, spawn_server, stop_server, REPO,
+};
 
-const REPO: &str = env!("CARGO_MANIFEST_DIR");
-const BIN: &str = env!("CARGO_BIN_EXE_govcat");
 const WARMUP: Duration = Duration::from_secs(1);
 const TOUCH_EVERY: Duration = Duration::from_secs(3);
 
@@ -41,6 +44,7 @@ struct Options {
     seconds: u64,
     watch: bool,
     unique: bool,
+    out: PathBuf,
 }
 
 fn options() -> Options {
@@ -52,6 +56,7 @@ fn options() -> Options {
         seconds: 5,
         watch: false,
         unique: false,
+        out: Path::new(REPO).join("target/bench/http.json"),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -70,27 +75,12 @@ fn options() -> Options {
             "--seconds" => o.seconds = value("--seconds").parse().expect("--seconds: a number"),
             "--watch" => o.watch = true,
             "--unique" => o.unique = true,
+            "--out" => o.out = PathBuf::from(value("--out")),
             "--bench" => {} // passed by `cargo bench`
             other => panic!("unknown option {other}; see the header of benches/http_load.rs"),
         }
     }
     o
-}
-
-/// The descriptions retrieval tools are called with: the labelled query set, cycled.
-fn descriptions() -> Vec<String> {
-    let path = Path::new(REPO).join("fixtures/bench/queries.jsonl");
-    let from_file: Vec<String> = std::fs::read_to_string(&path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["query"].as_str().map(String::from))
-        .collect();
-    if from_file.is_empty() {
-        vec!["contains an EU IBAN".into()]
-    } else {
-        from_file
-    }
 }
 
 /// Arguments of request `i` to `tool`.
@@ -115,19 +105,6 @@ fn arguments(tool: &str, i: u64, descriptions: &[String], unique: bool) -> Value
             json!({"role": "policy-underwriter", "domain": "policy", "table": "customer"})
         }
         other => panic!("no bench arguments for tool {other}"),
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create dir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("dir entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy file");
-        }
     }
 }
 
@@ -166,7 +143,7 @@ fn prepare() -> Work {
     )
     .expect("copy the ontology");
     let started = Instant::now();
-    let status = Command::new(BIN)
+    let status = Command::new(govcat_bin())
         .current_dir(REPO)
         .args(work.global_args())
         .arg("index")
@@ -191,37 +168,21 @@ struct Server {
 
 impl Server {
     fn start(work: &Work, watch: bool) -> Server {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(govcat_bin());
         cmd.current_dir(REPO)
             .args(work.global_args())
             .args(["serve", "--listen", "127.0.0.1:0"])
             .env("GOVCAT_LOG", "warn")
-            .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         if watch {
             cmd.arg("--watch");
         }
-        let mut child = cmd.spawn().expect("spawn govcat serve");
-        let mut reader = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        reader
-            .read_line(&mut line)
-            .expect("read govcat serve's first line");
-        // Audit lines follow on stdout: keep draining it, or every call is answered 503.
-        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-        let addr = line
-            .strip_prefix("govcat: serving MCP at http://")
-            .and_then(|r| r.split('/').next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("govcat serve did not start: {line:?}"));
+        let (child, addr) = spawn_server(&mut cmd);
         Server { child, addr }
     }
 
-    fn stop(mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
+    fn stop(self) {
+        stop_server(self.child);
     }
 }
 
@@ -329,21 +290,6 @@ fn prime(addr: SocketAddr, tools: &[String], feed: &Feed) {
     );
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1] as f64 / 1000.0
-}
-
-fn metric(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-}
-
 fn main() {
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this binary without it.
     if !std::env::args().any(|a| a == "--bench") {
@@ -445,7 +391,9 @@ fn main() {
     let report = json!({
         "bench": "http_load",
         "transport": "REST POST /v1/tools/{name}, HTTP/1.1 keep-alive, loopback",
-        "server": "target/release/govcat serve (cargo bench profile)",
+        "server": govcat_bin().display().to_string(),
+        "profile": support::profile(),
+        "machine": support::machine(),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         "warmup_seconds": WARMUP.as_secs(),
         "distinct_descriptions": feed.descriptions.len(),
@@ -453,12 +401,12 @@ fn main() {
         "watch": watch,
         "results": results,
     });
-    let out = Path::new(REPO).join("target/bench/http.json");
-    std::fs::create_dir_all(out.parent().expect("parent")).expect("create target/bench");
+    let out = &opts.out;
+    std::fs::create_dir_all(out.parent().expect("parent")).expect("create the report directory");
     std::fs::write(
-        &out,
+        out,
         serde_json::to_string_pretty(&report).expect("serialise the report"),
     )
-    .expect("write target/bench/http.json");
+    .expect("write the report");
     println!("wrote {}", out.display());
 }

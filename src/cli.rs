@@ -355,7 +355,7 @@ impl crate::index::Progress for Bar {
 
 /// `govcat index`: builds and publishes a snapshot; prints its manifest under `--json`.
 fn run_index(cli: &Cli) -> ExitCode {
-    let result = (|| -> Result<crate::index::Manifest, ToolError> {
+    let result = (|| -> Result<(crate::index::Manifest, crate::index::EmbedReport), ToolError> {
         let ctx = context(cli)?;
         let embedder = load_embedder()?;
         let bar = indicatif::ProgressBar::new(0).with_style(
@@ -368,7 +368,7 @@ fn run_index(cli: &Cli) -> ExitCode {
         if cli.json {
             bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
         }
-        crate::index::build(
+        crate::index::build_reporting(
             &cli.index,
             &ctx.ontology,
             ctx.source.as_ref(),
@@ -378,7 +378,7 @@ fn run_index(cli: &Cli) -> ExitCode {
         .map_err(index_error)
     })();
     match result {
-        Ok(m) => {
+        Ok((m, embedded)) => {
             if cli.json {
                 print_json(&serde_json::to_value(&m).unwrap_or(Value::Null));
             } else {
@@ -392,6 +392,10 @@ fn run_index(cli: &Cli) -> ExitCode {
                     m.counts.domains,
                     m.counts.ontology_values,
                     m.dense_backend
+                );
+                println!(
+                    "  embedded {} documents; reused {} vectors of unchanged texts from the previous snapshot",
+                    embedded.embedded, embedded.reused
                 );
                 for u in &m.counts.unreadable_tables {
                     println!("  not indexed: {} ({})", u.table, u.reason);

@@ -24,6 +24,7 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwapOption;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::catalog::{read_domain, Caller, CatalogSource, SourceFreshness};
 use crate::embed::{sha256_file, EmbedError, Embedder};
@@ -338,16 +339,18 @@ pub fn collect_documents(
     Ok((docs, counts))
 }
 
+/// Documents per `embed_batch` call while building a snapshot.
+const EMBED_BATCH: usize = 64;
+
 /// Embeds documents in batches, reporting progress.
 pub fn embed_documents(
     embedder: &dyn Embedder,
     docs: &[Document],
     progress: &dyn Progress,
 ) -> Result<Vectors, IndexError> {
-    const BATCH: usize = 64;
     progress.start(docs.len() as u64);
     let mut data = Vec::with_capacity(docs.len() * embedder.dimension());
-    for chunk in docs.chunks(BATCH) {
+    for chunk in docs.chunks(EMBED_BATCH) {
         let texts: Vec<&str> = chunk.iter().map(|d| d.dense_text.as_str()).collect();
         for v in embedder.embed_batch(&texts)? {
             data.extend(v);
@@ -496,6 +499,9 @@ fn prune(index_dir: &Path, snapshots: &Path, current: &str) {
 }
 
 /// Builds a snapshot from the catalog and publishes it. Returns the manifest.
+///
+/// Embeddings of documents whose embedded text is unchanged since the published snapshot are
+/// reused from it (see [`build_reporting`]); only new or changed documents go through the model.
 pub fn build(
     index_dir: &Path,
     ontology: &Ontology,
@@ -503,19 +509,195 @@ pub fn build(
     embedder: &dyn Embedder,
     progress: &dyn Progress,
 ) -> Result<Manifest, IndexError> {
+    build_reporting(index_dir, ontology, source, embedder, progress).map(|(m, _)| m)
+}
+
+/// How a build obtained its document vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct EmbedReport {
+    /// Documents run through the model (new, changed, or no reusable snapshot).
+    pub embedded: usize,
+    /// Documents whose vector was copied from the published snapshot.
+    pub reused: usize,
+}
+
+/// [`build`], also saying how many documents were embedded and how many vectors were reused.
+///
+/// A rebuild re-reads the whole catalog, but most documents' embedded text (`dense_text`) is
+/// what the published snapshot (`CURRENT`) already embedded. Its vectors are reused when the
+/// snapshot was built by the same model (id, dimension and weights checksum) in this format and
+/// its `documents.json` and `vectors.f32` match their manifest checksums; each vector is keyed
+/// by a hash of the model and the exact text. Anything else — no snapshot, another model, a
+/// corrupt file — embeds every document, as a first build does.
+pub fn build_reporting(
+    index_dir: &Path,
+    ontology: &Ontology,
+    source: &dyn CatalogSource,
+    embedder: &dyn Embedder,
+    progress: &dyn Progress,
+) -> Result<(Manifest, EmbedReport), IndexError> {
     let (docs, counts) = collect_documents(ontology, source)?;
-    let vectors = embed_documents(embedder, &docs, progress)?;
+    let model = model_info(embedder);
+    let previous = match PreviousEmbeddings::load(index_dir, &model) {
+        Ok(previous) => previous,
+        Err(reason) => {
+            tracing::info!(%reason, "embedding every document: no reusable snapshot vectors");
+            None
+        }
+    };
+    let (vectors, report) = embed_documents_reusing(embedder, &docs, previous.as_ref(), progress)?;
+    tracing::info!(
+        embedded = report.embedded,
+        reused = report.reused,
+        "snapshot document vectors"
+    );
     let id = write_snapshot_with_glossary(
         index_dir,
         &docs,
         &vectors,
         counts,
         source.freshness(),
-        model_info(embedder),
+        model,
         &ontology.version,
         ontology.glossary_text.as_deref(),
     )?;
-    read_manifest(&index_dir.join("snapshots").join(id))
+    Ok((
+        read_manifest(&index_dir.join("snapshots").join(id))?,
+        report,
+    ))
+}
+
+/// The key of one document vector: the model (id, dimension, weights) and the exact text.
+fn embedding_key(model: &ModelInfo, text: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in [
+        model.id.as_bytes(),
+        model.dimension.to_string().as_bytes(),
+        model.checksum.as_bytes(),
+    ] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    h.update(text.as_bytes());
+    h.finalize().into()
+}
+
+/// The vectors of the published snapshot, by [`embedding_key`].
+struct PreviousEmbeddings {
+    vectors: Vectors,
+    rows: std::collections::HashMap<[u8; 32], usize>,
+    model: ModelInfo,
+}
+
+impl PreviousEmbeddings {
+    /// `Ok(None)` when nothing is published; `Err` says why published vectors are not reusable.
+    fn load(index_dir: &Path, model: &ModelInfo) -> Result<Option<PreviousEmbeddings>, String> {
+        /// Only the embedded text of a stored document (other fields may change shape).
+        #[derive(Deserialize)]
+        struct DenseText {
+            dense_text: String,
+        }
+        if !index_dir.join("CURRENT").exists() {
+            return Ok(None);
+        }
+        let dir = index_dir
+            .join("snapshots")
+            .join(current_id(index_dir).map_err(|e| e.to_string())?);
+        let manifest = read_manifest(&dir).map_err(|e| e.to_string())?;
+        if manifest.format_version != FORMAT_VERSION {
+            return Err(format!("snapshot format {}", manifest.format_version));
+        }
+        if &manifest.model != model {
+            return Err(format!("built with model {}", manifest.model.id));
+        }
+        let verified = |name: &str| -> Result<Vec<u8>, String> {
+            let path = dir.join(name);
+            let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let sum = format!("{:x}", Sha256::digest(&bytes));
+            match manifest.files.get(name) {
+                Some(expected) if *expected == sum => Ok(bytes),
+                _ => Err(format!("{} does not match its manifest", path.display())),
+            }
+        };
+        let docs: Vec<DenseText> =
+            serde_json::from_slice(&verified(DOCUMENTS)?).map_err(|e| e.to_string())?;
+        let vectors = Vectors::from_bytes(&verified(VECTORS)?, model.dimension, VECTORS)
+            .map_err(|e| e.to_string())?;
+        if vectors.len() != docs.len() {
+            return Err(format!(
+                "{} vectors for {} documents",
+                vectors.len(),
+                docs.len()
+            ));
+        }
+        let rows = docs
+            .iter()
+            .enumerate()
+            .map(|(row, d)| (embedding_key(model, &d.dense_text), row))
+            .collect();
+        Ok(Some(PreviousEmbeddings {
+            vectors,
+            rows,
+            model: model.clone(),
+        }))
+    }
+
+    fn get(&self, text: &str) -> Option<&[f32]> {
+        self.rows
+            .get(&embedding_key(&self.model, text))
+            .map(|&row| self.vectors.row(row))
+    }
+}
+
+/// [`embed_documents`] that copies the vectors `previous` holds for unchanged texts and embeds
+/// only the rest (in batches). Progress counts every document; reused ones advance at once.
+fn embed_documents_reusing(
+    embedder: &dyn Embedder,
+    docs: &[Document],
+    previous: Option<&PreviousEmbeddings>,
+    progress: &dyn Progress,
+) -> Result<(Vectors, EmbedReport), IndexError> {
+    let Some(previous) = previous else {
+        let vectors = embed_documents(embedder, docs, progress)?;
+        let report = EmbedReport {
+            embedded: docs.len(),
+            reused: 0,
+        };
+        return Ok((vectors, report));
+    };
+    let dim = embedder.dimension();
+    let mut data = vec![0f32; docs.len() * dim];
+    let mut missing = Vec::new();
+    for (i, d) in docs.iter().enumerate() {
+        match previous.get(&d.dense_text) {
+            Some(v) => data[i * dim..(i + 1) * dim].copy_from_slice(v),
+            None => missing.push(i),
+        }
+    }
+    let report = EmbedReport {
+        embedded: missing.len(),
+        reused: docs.len() - missing.len(),
+    };
+    progress.start(docs.len() as u64);
+    progress.advance(report.reused as u64);
+    for chunk in missing.chunks(EMBED_BATCH) {
+        let texts: Vec<&str> = chunk.iter().map(|&i| docs[i].dense_text.as_str()).collect();
+        let embedded = embedder.embed_batch(&texts)?;
+        if embedded.len() != chunk.len() || embedded.iter().any(|v| v.len() != dim) {
+            return Err(EmbedError::Inference(format!(
+                "the model returned {} vectors for {} texts",
+                embedded.len(),
+                chunk.len()
+            ))
+            .into());
+        }
+        for (&i, v) in chunk.iter().zip(embedded) {
+            data[i * dim..(i + 1) * dim].copy_from_slice(&v);
+        }
+        progress.advance(chunk.len() as u64);
+    }
+    progress.finish();
+    Ok((Vectors { dim, data }, report))
 }
 
 fn read_manifest(dir: &Path) -> Result<Manifest, IndexError> {
@@ -796,6 +978,128 @@ mod tests {
                 mask: vec![false; 4],
                 count: 0
             }
+        );
+    }
+
+    use crate::embed::HashEmbedder;
+
+    /// Records every text it embeds (a [`HashEmbedder`] underneath).
+    struct Counting {
+        inner: HashEmbedder,
+        texts: Mutex<Vec<String>>,
+    }
+
+    impl Embedder for Counting {
+        fn model_id(&self) -> &str {
+            self.inner.model_id()
+        }
+        fn dimension(&self) -> usize {
+            self.inner.dimension()
+        }
+        fn checksum(&self) -> &str {
+            self.inner.checksum()
+        }
+        fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            let mut seen = self.texts.lock().unwrap_or_else(|p| p.into_inner());
+            seen.extend(texts.iter().map(|t| t.to_string()));
+            self.inner.embed_batch(texts)
+        }
+    }
+
+    fn ontology_docs() -> Vec<Document> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ontology/lf-tags.json");
+        documents::ontology_documents(&Ontology::load(&path).expect("shipped ontology"))
+    }
+
+    fn publish(dir: &Path, docs: &[Document], vectors: &Vectors, model: &ModelInfo) {
+        let counts = Counts {
+            documents: docs.len(),
+            columns: 0,
+            ontology_values: docs.len(),
+            domains: 0,
+            tables: 0,
+            unreadable_tables: Vec::new(),
+        };
+        write_snapshot(
+            dir,
+            docs,
+            vectors,
+            counts,
+            SourceFreshness {
+                kind: "dir".into(),
+                location: "test".into(),
+                recorded_at: None,
+                refresh_every_secs: None,
+            },
+            model.clone(),
+            "test",
+        )
+        .expect("write snapshot");
+    }
+
+    #[test]
+    fn unchanged_texts_reuse_the_published_vectors_and_changed_ones_are_embedded() {
+        let index = tempfile::tempdir().expect("tempdir");
+        let embedder = Counting {
+            inner: HashEmbedder::new(32),
+            texts: Mutex::new(Vec::new()),
+        };
+        let model = model_info(&embedder);
+        let mut docs = ontology_docs();
+        let first = embed_documents(&embedder, &docs, &Quiet).expect("embed");
+        publish(index.path(), &docs, &first, &model);
+        embedder.texts.lock().unwrap().clear();
+
+        docs[3].dense_text.push_str(" (changed)");
+        let previous = PreviousEmbeddings::load(index.path(), &model)
+            .expect("reusable")
+            .expect("published");
+        let (second, report) =
+            embed_documents_reusing(&embedder, &docs, Some(&previous), &Quiet).expect("embed");
+
+        assert_eq!(
+            *embedder.texts.lock().unwrap(),
+            vec![docs[3].dense_text.clone()]
+        );
+        assert_eq!(
+            report,
+            EmbedReport {
+                embedded: 1,
+                reused: docs.len() - 1
+            }
+        );
+        for i in (0..docs.len()).filter(|&i| i != 3) {
+            assert_eq!(second.row(i), first.row(i), "row {i} copied unchanged");
+        }
+        assert_ne!(second.row(3), first.row(3));
+    }
+
+    #[test]
+    fn vectors_of_another_model_or_a_corrupt_file_are_not_reused() {
+        let index = tempfile::tempdir().expect("tempdir");
+        let embedder = HashEmbedder::new(32);
+        let docs = ontology_docs();
+        let vectors = embed_documents(&embedder, &docs, &Quiet).expect("embed");
+        publish(index.path(), &docs, &vectors, &model_info(&embedder));
+
+        let other = model_info(&HashEmbedder::new(16));
+        assert!(PreviousEmbeddings::load(index.path(), &other).is_err());
+
+        let id = current_id(index.path()).expect("current");
+        let file = index.path().join("snapshots").join(id).join(VECTORS);
+        let mut bytes = fs::read(&file).expect("read vectors");
+        bytes[0] ^= 0xff;
+        fs::write(&file, bytes).expect("corrupt vectors");
+        let err = PreviousEmbeddings::load(index.path(), &model_info(&embedder))
+            .err()
+            .expect("a corrupt vectors file is refused");
+        assert!(err.contains("does not match its manifest"), "{err}");
+
+        let empty = tempfile::tempdir().expect("tempdir");
+        assert!(
+            PreviousEmbeddings::load(empty.path(), &model_info(&embedder))
+                .expect("no snapshot is not an error")
+                .is_none()
         );
     }
 }

@@ -85,31 +85,45 @@ impl Moto {
         let port = free_port();
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
         let log = std::env::temp_dir().join(format!("govcat-moto-{port}.log"));
-        let log_file = std::fs::File::create(&log).expect("moto log file");
-        let child = Command::new(&moto)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        let mut server = Moto {
+            child: None,
+            addr,
+            python,
+            log,
+        };
+        server.spawn(&moto);
+        Some(server)
+    }
+
+    /// Starts `moto_server` on this server's address and waits until it answers.
+    fn spawn(&mut self, moto: &Path) {
+        let log_file = std::fs::File::create(&self.log).expect("moto log file");
+        let child = Command::new(moto)
+            .args(["-H", "127.0.0.1", "-p", &self.addr.port().to_string()])
             .env_remove("MOTO_ACCOUNT_ID")
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().expect("log handle"))
             .stderr(log_file)
             .spawn()
             .expect("moto_server starts");
-        let server = Moto {
-            child: Some(child),
-            addr,
-            python,
-            log,
-        };
+        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(30);
-        while http_status(addr, "/moto-api/").is_none() {
+        while http_status(self.addr, "/moto-api/").is_none() {
             assert!(
                 Instant::now() < deadline,
-                "moto did not answer on {addr} within 30 s; its log: {}",
-                std::fs::read_to_string(&server.log).unwrap_or_default()
+                "moto did not answer on {} within 30 s; its log: {}",
+                self.addr,
+                std::fs::read_to_string(&self.log).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        Some(server)
+    }
+
+    /// Starts the emulator again on the same address after [`Moto::stop`], empty (reseed it).
+    pub fn restart(&mut self) {
+        self.stop();
+        let (moto, _) = venv().expect("the venv that started moto");
+        self.spawn(&moto);
     }
 
     pub fn url(&self) -> String {

@@ -1,0 +1,156 @@
+//! A rebuild embeds only what changed: vectors of documents whose embedded text is unchanged
+//! since the published snapshot are reused from it (`index::build_reporting`), so scheduled
+//! rebuilds cost a catalog read and an index write, not a pass of the model over every column.
+//! Built over a private copy of the demo catalog with a deterministic embedder that records
+//! every text it is given.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use govcat::catalog::dir::DirSource;
+use govcat::embed::{EmbedError, Embedder, HashEmbedder};
+use govcat::index::{self, EmbedReport, Manifest, Quiet};
+
+struct Recording {
+    inner: HashEmbedder,
+    texts: Mutex<Vec<String>>,
+}
+
+impl Embedder for Recording {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+    fn checksum(&self) -> &str {
+        self.inner.checksum()
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut seen = self.texts.lock().unwrap_or_else(|p| p.into_inner());
+        seen.extend(texts.iter().map(|t| t.to_string()));
+        self.inner.embed_batch(texts)
+    }
+}
+
+impl Recording {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.texts.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+fn build(catalog: &Path, index_dir: &Path, embedder: &Recording) -> (Manifest, EmbedReport) {
+    let ontology = common::ontology();
+    let source = DirSource::open(catalog, ontology.clone()).expect("catalog copy opens");
+    index::build_reporting(index_dir, &ontology, &source, embedder, &Quiet).expect("build")
+}
+
+fn vectors_of(index_dir: &Path, manifest: &Manifest) -> Vec<u8> {
+    std::fs::read(
+        index_dir
+            .join("snapshots")
+            .join(&manifest.id)
+            .join("vectors.f32"),
+    )
+    .expect("vectors.f32")
+}
+
+fn documents_of(index_dir: &Path, manifest: &Manifest) -> Vec<serde_json::Value> {
+    let path = index_dir
+        .join("snapshots")
+        .join(&manifest.id)
+        .join("documents.json");
+    serde_json::from_slice(&std::fs::read(path).expect("documents.json")).expect("json")
+}
+
+#[test]
+fn rebuilding_an_unchanged_catalog_embeds_nothing_and_keeps_every_vector() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (catalog, index_dir) = (work.path().join("catalog"), work.path().join("index"));
+    common::copy_dir(&common::catalog_dir(), &catalog);
+    let embedder = Recording {
+        inner: HashEmbedder::new(64),
+        texts: Mutex::new(Vec::new()),
+    };
+
+    let (first, report) = build(&catalog, &index_dir, &embedder);
+    let documents = first.counts.documents;
+    assert_eq!(
+        report,
+        EmbedReport {
+            embedded: documents,
+            reused: 0
+        }
+    );
+    assert_eq!(embedder.take().len(), documents);
+
+    let (second, report) = build(&catalog, &index_dir, &embedder);
+    assert_ne!(second.id, first.id, "a new snapshot was published");
+    assert_eq!(
+        report,
+        EmbedReport {
+            embedded: 0,
+            reused: documents
+        }
+    );
+    assert!(embedder.take().is_empty(), "the model saw no text");
+    assert_eq!(
+        vectors_of(&index_dir, &second),
+        vectors_of(&index_dir, &first)
+    );
+}
+
+#[test]
+fn a_changed_column_description_re_embeds_exactly_that_column() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (catalog, index_dir) = (work.path().join("catalog"), work.path().join("index"));
+    common::copy_dir(&common::catalog_dir(), &catalog);
+    let embedder = Recording {
+        inner: HashEmbedder::new(64),
+        texts: Mutex::new(Vec::new()),
+    };
+    let (first, _) = build(&catalog, &index_dir, &embedder);
+    embedder.take();
+
+    let table = catalog.join("domains/policy/tables/customer/get-table.json");
+    let mut get_table: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&table).expect("read")).expect("json");
+    let columns = get_table["Table"]["StorageDescriptor"]["Columns"]
+        .as_array_mut()
+        .expect("columns");
+    let iban = columns
+        .iter_mut()
+        .find(|c| c["Name"] == "iban")
+        .expect("policy.customer.iban");
+    iban["Comment"] = "IBAN of the policyholder's premium account (SEPA direct debit).".into();
+    std::fs::write(&table, serde_json::to_vec_pretty(&get_table).expect("json")).expect("write");
+
+    let (second, report) = build(&catalog, &index_dir, &embedder);
+    assert_eq!(
+        report,
+        EmbedReport {
+            embedded: 1,
+            reused: first.counts.documents - 1
+        }
+    );
+    let embedded = embedder.take();
+    assert_eq!(embedded.len(), 1);
+    assert!(embedded[0].contains("SEPA direct debit"), "{embedded:?}");
+
+    let docs = documents_of(&index_dir, &second);
+    let changed = docs
+        .iter()
+        .position(|d| d["id"] == "column:policy.customer.iban")
+        .expect("iban document");
+    let (before, after) = (
+        vectors_of(&index_dir, &first),
+        vectors_of(&index_dir, &second),
+    );
+    let row = 64 * 4;
+    for i in 0..docs.len() {
+        let same = before[i * row..(i + 1) * row] == after[i * row..(i + 1) * row];
+        assert_eq!(same, i != changed, "row {i} ({})", docs[i]["id"]);
+    }
+}
