@@ -154,3 +154,80 @@ fn a_changed_column_description_re_embeds_exactly_that_column() {
         assert_eq!(same, i != changed, "row {i} ({})", docs[i]["id"]);
     }
 }
+
+fn current(index_dir: &Path) -> String {
+    index::current_id(index_dir).expect("CURRENT names a snapshot")
+}
+
+/// An unattended rebuild (`serve --refresh`/`--watch`) whose catalog read lost more than 10 %
+/// of the published columns is a source that answered partially until shown otherwise: not
+/// published. `govcat index` (attended) publishes the same smaller catalog.
+#[test]
+fn an_unattended_rebuild_that_lost_two_domains_is_not_published_and_an_attended_one_is() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (catalog, index_dir) = (work.path().join("catalog"), work.path().join("index"));
+    common::copy_dir(&common::catalog_dir(), &catalog);
+    let embedder = Recording {
+        inner: HashEmbedder::new(64),
+        texts: Mutex::new(Vec::new()),
+    };
+    let (first, _) = build(&catalog, &index_dir, &embedder);
+    for domain in ["hr", "marketing"] {
+        std::fs::remove_dir_all(catalog.join("domains").join(domain)).expect("remove domain");
+    }
+    let ontology = common::ontology();
+    let source = DirSource::open(&catalog, ontology.clone()).expect("catalog copy opens");
+
+    let refused = index::build_unattended(&index_dir, &ontology, &source, &embedder)
+        .expect_err("a catalog two domains smaller is refused");
+    assert_eq!(refused.kind(), "SnapshotShrunk");
+    assert_eq!(
+        current(&index_dir),
+        first.id,
+        "CURRENT still names the first snapshot"
+    );
+
+    let (attended, _) = build(&catalog, &index_dir, &embedder);
+    match refused {
+        index::IndexError::Shrunk {
+            published,
+            published_columns,
+            columns,
+        } => {
+            assert_eq!(
+                (published, published_columns, columns),
+                (
+                    first.id.clone(),
+                    first.counts.columns,
+                    attended.counts.columns
+                )
+            );
+        }
+        other => panic!("expected Shrunk, got {other}"),
+    }
+    assert!(attended.counts.columns < first.counts.columns * 9 / 10);
+    assert_eq!(current(&index_dir), attended.id);
+}
+
+#[test]
+fn an_unattended_rebuild_that_lost_one_table_is_published() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (catalog, index_dir) = (work.path().join("catalog"), work.path().join("index"));
+    common::copy_dir(&common::catalog_dir(), &catalog);
+    let embedder = Recording {
+        inner: HashEmbedder::new(64),
+        texts: Mutex::new(Vec::new()),
+    };
+    let (first, _) = build(&catalog, &index_dir, &embedder);
+    std::fs::remove_dir_all(catalog.join("domains/policy/tables/quote")).expect("remove table");
+    let ontology = common::ontology();
+    let source = DirSource::open(&catalog, ontology.clone()).expect("catalog copy opens");
+
+    let rebuilt = index::build_unattended(&index_dir, &ontology, &source, &embedder)
+        .expect("one table fewer is published");
+    assert_eq!(current(&index_dir), rebuilt.id);
+    assert_eq!(
+        (rebuilt.counts.tables, first.counts.tables),
+        (first.counts.tables - 1, 72)
+    );
+}

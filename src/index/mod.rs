@@ -58,6 +58,12 @@ pub enum IndexError {
     },
     #[error("{path}: {problem}; check the directory exists and is writable (--index)")]
     Io { path: String, problem: String },
+    #[error("the catalog now reads {columns} columns but the published snapshot {published} has {published_columns} (more than {}% fewer); not published, the previous snapshot keeps serving. Check that the source answers completely, or run `govcat index` to publish the smaller catalog deliberately", MAX_UNATTENDED_LOSS * 100.0)]
+    Shrunk {
+        published: String,
+        published_columns: usize,
+        columns: usize,
+    },
     #[error("reading the catalog for the snapshot failed: {0}")]
     Catalog(#[from] crate::catalog::CatalogError),
     #[error(transparent)]
@@ -71,6 +77,7 @@ impl IndexError {
             IndexError::Corrupt { .. } => "SnapshotCorrupt",
             IndexError::ModelMismatch { .. } => "SnapshotModelMismatch",
             IndexError::Io { .. } => "IndexIo",
+            IndexError::Shrunk { .. } => "SnapshotShrunk",
             IndexError::Catalog(e) => e.kind(),
             IndexError::Embed(_) => "EmbedderUnavailable",
         }
@@ -536,7 +543,38 @@ pub fn build_reporting(
     embedder: &dyn Embedder,
     progress: &dyn Progress,
 ) -> Result<(Manifest, EmbedReport), IndexError> {
+    build_with(index_dir, ontology, source, embedder, progress, false)
+}
+
+/// Share of the published snapshot's columns an unattended rebuild may lose and still publish.
+pub const MAX_UNATTENDED_LOSS: f64 = 0.10;
+
+/// [`build`] for rebuilds nobody watches (`serve --refresh` and `--watch`): a catalog read that
+/// has more than [`MAX_UNATTENDED_LOSS`] fewer columns than the published snapshot is not
+/// published (`SnapshotShrunk`), because a source that answers partially (an upstream
+/// restarting, a permission withdrawn mid-read) looks exactly like that. `govcat index`
+/// publishes a smaller catalog deliberately.
+pub fn build_unattended(
+    index_dir: &Path,
+    ontology: &Ontology,
+    source: &dyn CatalogSource,
+    embedder: &dyn Embedder,
+) -> Result<Manifest, IndexError> {
+    build_with(index_dir, ontology, source, embedder, &Quiet, true).map(|(m, _)| m)
+}
+
+fn build_with(
+    index_dir: &Path,
+    ontology: &Ontology,
+    source: &dyn CatalogSource,
+    embedder: &dyn Embedder,
+    progress: &dyn Progress,
+    unattended: bool,
+) -> Result<(Manifest, EmbedReport), IndexError> {
     let (docs, counts) = collect_documents(ontology, source)?;
+    if unattended {
+        refuse_shrunk(index_dir, &counts)?;
+    }
     let model = model_info(embedder);
     let previous = match PreviousEmbeddings::load(index_dir, &model) {
         Ok(previous) => previous,
@@ -698,6 +736,26 @@ fn embed_documents_reusing(
     }
     progress.finish();
     Ok((Vectors { dim, data }, report))
+}
+
+/// `SnapshotShrunk` when `counts` has more than [`MAX_UNATTENDED_LOSS`] fewer columns than the
+/// published snapshot (none published, or unreadable: nothing to compare, no refusal).
+fn refuse_shrunk(index_dir: &Path, counts: &Counts) -> Result<(), IndexError> {
+    let Ok(id) = current_id(index_dir) else {
+        return Ok(());
+    };
+    let Ok(published) = read_manifest(&index_dir.join("snapshots").join(&id)) else {
+        return Ok(());
+    };
+    let floor = published.counts.columns as f64 * (1.0 - MAX_UNATTENDED_LOSS);
+    if (counts.columns as f64) < floor {
+        return Err(IndexError::Shrunk {
+            published: id,
+            published_columns: published.counts.columns,
+            columns: counts.columns,
+        });
+    }
+    Ok(())
 }
 
 fn read_manifest(dir: &Path) -> Result<Manifest, IndexError> {

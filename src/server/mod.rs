@@ -694,12 +694,11 @@ fn rebuilder(
     let cli = cli.clone();
     move || -> Result<index::Snapshot, String> {
         let fresh = cli::context(&cli).map_err(|e| e.message)?;
-        index::build(
+        index::build_unattended(
             &cli.index,
             &fresh.ontology,
             fresh.source.as_ref(),
             embedder.as_ref(),
-            &index::Quiet,
         )
         .map_err(|e| e.to_string())?;
         index::load_current(&cli.index, embedder.as_ref()).map_err(|e| e.to_string())
