@@ -245,7 +245,11 @@ pub fn best_similarity(dense: &[(u32, f32)]) -> Option<(u32, f32)> {
     dense.first().copied()
 }
 
-/// A page position tied to a snapshot and a request.
+/// A page position tied to a snapshot and a request. Encoded as URL-safe base64 of its JSON
+/// followed by the first [`CURSOR_CHECK_BYTES`] bytes of that JSON's SHA-256, so a cursor that
+/// was altered in transit (an assistant copying it imperfectly) is refused instead of silently
+/// addressing another page. The check is not a signature: the offset is no secret, and a
+/// cursor made by hand can only page the caller's own search.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cursor {
     pub snapshot: String,
@@ -260,23 +264,45 @@ pub enum CursorError {
         "the cursor is not one govcat issued (it does not decode); start again without a cursor"
     )]
     Malformed,
+    #[error("the cursor was altered after govcat issued it (its check does not match); pass next_cursor exactly as it was returned, or start again without a cursor")]
+    Altered,
     #[error("the cursor belongs to snapshot {cursor} but snapshot {current} is being served; repeat the search without a cursor to page the current snapshot")]
     OtherSnapshot { cursor: String, current: String },
     #[error("the cursor belongs to a different request (description, domains, kinds or mode changed); repeat the search without a cursor")]
     OtherRequest,
 }
 
+/// Bytes of the SHA-256 check at the end of an encoded cursor.
+pub const CURSOR_CHECK_BYTES: usize = 4;
+
+fn cursor_check(json: &[u8]) -> [u8; CURSOR_CHECK_BYTES] {
+    let digest = Sha256::digest(json);
+    let mut check = [0u8; CURSOR_CHECK_BYTES];
+    check.copy_from_slice(&digest[..CURSOR_CHECK_BYTES]);
+    check
+}
+
 impl Cursor {
     pub fn encode(&self) -> String {
-        let json = serde_json::to_vec(self).unwrap_or_default();
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+        let mut bytes = serde_json::to_vec(self).unwrap_or_default();
+        let check = cursor_check(&bytes);
+        bytes.extend_from_slice(&check);
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     }
 
     pub fn decode(s: &str) -> Result<Cursor, CursorError> {
         let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(s.trim())
             .map_err(|_| CursorError::Malformed)?;
-        serde_json::from_slice(&bytes).map_err(|_| CursorError::Malformed)
+        let split = bytes
+            .len()
+            .checked_sub(CURSOR_CHECK_BYTES)
+            .ok_or(CursorError::Malformed)?;
+        let (json, check) = bytes.split_at(split);
+        if check != cursor_check(json) {
+            return Err(CursorError::Altered);
+        }
+        serde_json::from_slice(json).map_err(|_| CursorError::Malformed)
     }
 
     /// Checks the cursor against the served snapshot and this request.
@@ -387,6 +413,30 @@ mod tests {
         ));
         assert_eq!(back.check("s1", "zzzz"), Err(CursorError::OtherRequest));
         assert_eq!(Cursor::decode("not a cursor!"), Err(CursorError::Malformed));
+    }
+
+    /// Found by tests/properties.rs: one changed character could turn offset 20 into 28 and
+    /// the cursor still decoded, silently addressing another page.
+    #[test]
+    fn an_altered_cursor_is_refused_not_read_as_another_page() {
+        let c = Cursor {
+            snapshot: "s1".into(),
+            offset: 20,
+            request: "abcd".into(),
+        };
+        let json = serde_json::to_vec(&c).unwrap();
+        let altered_json = String::from_utf8(json.clone())
+            .unwrap()
+            .replace("20", "28")
+            .into_bytes();
+        let mut altered = altered_json.clone();
+        altered.extend_from_slice(&cursor_check(&json));
+        let altered = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(altered);
+        assert_eq!(Cursor::decode(&altered), Err(CursorError::Altered));
+        // Too short to carry a check, and a bare JSON cursor without one.
+        assert_eq!(Cursor::decode("AAA"), Err(CursorError::Malformed));
+        let bare = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&altered_json);
+        assert!(Cursor::decode(&bare).is_err());
     }
 
     #[test]

@@ -726,6 +726,55 @@ fn a_cursor_from_another_snapshot_is_rejected() {
     assert_eq!(entries(&next).len(), 1);
 }
 
+/// Found by tests/properties.rs: an offset near `usize::MAX` overflowed `offset + limit` (a
+/// panic in debug builds, a wrapped `next_cursor` in release builds).
+#[test]
+fn a_cursor_at_the_largest_offset_answers_an_empty_page() {
+    let ctx = common::hashed().context();
+    let own = first_cursor(&ctx, EU_IBAN);
+    let mut forged = Cursor::decode(&own).unwrap_or_else(|e| panic!("own cursor: {e}"));
+    forged.offset = usize::MAX;
+    let page = find(
+        &ctx,
+        &local(),
+        json!({"description": EU_IBAN, "limit": 50, "cursor": forged.encode()}),
+    );
+    assert_eq!(entries(&page).len(), 0);
+    assert_eq!(page.get("next_cursor"), None);
+    assert_eq!(page["match_type"], "none");
+}
+
+/// Found by tests/properties.rs: a cursor whose offset digit was changed in transit still
+/// decoded and addressed another page; now its check refuses it.
+#[test]
+fn an_altered_cursor_is_refused() {
+    use base64::Engine;
+    let ctx = common::hashed().context();
+    let own = first_cursor(&ctx, EU_IBAN);
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut altered = engine
+        .decode(&own)
+        .unwrap_or_else(|e| panic!("own cursor: {e}"));
+    let marker = b"\"offset\":1";
+    let at = altered
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .unwrap_or_else(|| panic!("the first page's cursor has offset 1"));
+    altered[at + marker.len() - 1] = b'4';
+    let e = call_err(
+        &ctx,
+        &local(),
+        "find_precedents",
+        json!({"description": EU_IBAN, "limit": 1, "cursor": engine.encode(&altered)}),
+    );
+    assert_eq!(e.kind, "InvalidCursor");
+    assert_eq!(
+        e.message,
+        "the cursor was altered after govcat issued it (its check does not match); pass \
+         next_cursor exactly as it was returned, or start again without a cursor"
+    );
+}
+
 #[test]
 fn a_cursor_for_a_different_request_is_rejected() {
     let built = real_or_skip!();

@@ -346,7 +346,9 @@ fn observed_call(request: &RpcRequest, status: StatusCode, body: &[u8]) -> Call 
 
 /// The error of a JSON-RPC answer, as a kind: the error object's `data.error` when govcat put
 /// one there, else `JsonRpcError <code>`. Reads a JSON body or the `data:` lines of SSE.
-fn jsonrpc_error(body: &[u8]) -> Option<String> {
+/// Public for the fuzz targets only.
+#[doc(hidden)]
+pub fn jsonrpc_error(body: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(body).ok()?;
     let messages: Vec<Value> = match serde_json::from_str::<Value>(text) {
         Ok(v) => vec![v],

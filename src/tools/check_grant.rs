@@ -79,13 +79,18 @@ pub struct Output {
     pub cache_scope: CacheScope,
 }
 
-enum Verdict {
+/// What one column's evaluation found. Public for the fuzz targets only.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
     Reached,
     Denied(Vec<FailedClause>),
     Undetermined(Vec<String>, FieldState),
 }
 
-fn evaluate(column: &Column, grants: &[Grant]) -> Verdict {
+/// Evaluates a role's grants against one column. Public for the fuzz targets only.
+#[doc(hidden)]
+pub fn evaluate(column: &Column, grants: &[Grant]) -> Verdict {
     let mut failed = Vec::new();
     let mut unknown: Option<(Vec<String>, FieldState)> = None;
     for (i, grant) in grants.iter().enumerate() {

@@ -339,10 +339,13 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
         .take(limit)
         .map(|h| entry(&snapshot, h))
         .collect();
-    let next_cursor = (offset + limit < total).then(|| {
+    // Saturating: the offset comes from the caller's cursor and may be anything (a cursor near
+    // `usize::MAX` overflowed here; found by tests/properties.rs).
+    let end = offset.saturating_add(limit);
+    let next_cursor = (end < total).then(|| {
         Cursor {
             snapshot: snapshot.manifest.id.clone(),
-            offset: offset + limit,
+            offset: end,
             request: digest.clone(),
         }
         .encode()
