@@ -20,6 +20,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
 use govcat::catalog::{Caller, FieldState};
+use govcat::limits::{MAX_DESCRIPTION_CHARS, MAX_LIMIT};
 use govcat::retrieval::Cursor;
 use govcat::tools::{self, Context, Outcome};
 use proptest::prelude::*;
@@ -192,14 +193,15 @@ proptest! {
         let docs: HashMap<&str, &govcat::index::documents::Document> =
             snapshot.docs.iter().map(|d| (d.id.as_str(), d)).collect();
         let args = find_args(&description, limit, mode);
-        let valid = !description.trim().is_empty()
-            && description.trim().chars().count() <= 1000
-            && (1..=50).contains(&limit);
+        let over_a_bound = description.chars().count() > MAX_DESCRIPTION_CHARS || limit > MAX_LIMIT;
+        let valid = !over_a_bound && !description.trim().is_empty() && limit >= 1;
         let result = match tools::call(&ctx, &caller, "find_precedents", args.clone()) {
             Outcome::Ok(v) => v,
             Outcome::Err(e) => {
                 prop_assert!(!valid, "{args} failed: {e}");
-                prop_assert_eq!(e.kind.as_str(), "InvalidArguments", "{}", args);
+                // Bounds are checked first (src/limits.rs), then what is merely malformed.
+                let expected = if over_a_bound { "LimitExceeded" } else { "InvalidArguments" };
+                prop_assert_eq!(e.kind.as_str(), expected, "{}", args);
                 return Ok(());
             }
             Outcome::InputRequired(ask) => {
