@@ -328,6 +328,18 @@ impl Lexical {
         ))
     }
 
+    /// Whether every token of `word` occurs in some document's text.
+    fn known_word(&self, word: &str) -> bool {
+        let searcher = self.reader.searcher();
+        let tokens = self.analyse(word);
+        !tokens.is_empty()
+            && tokens.iter().all(|t| {
+                searcher
+                    .doc_freq(&Term::from_field_text(self.f.text, t))
+                    .is_ok_and(|n| n > 0)
+            })
+    }
+
     fn gram_query(&self, word: &str) -> Option<Box<dyn Query>> {
         if word.chars().count() < GRAM_MIN_WORD || !word.chars().all(|c| c.is_alphabetic()) {
             return None;
@@ -390,8 +402,13 @@ impl Lexical {
                             )),
                         ));
                     }
-                    if let Some(q) = self.gram_query(w) {
-                        should.push((Occur::Should, q));
+                    // Trigrams are for words the index does not hold as such (compounds,
+                    // run-together names); a word it holds already matches exactly, and its
+                    // trigrams would cost a scan of every document sharing them.
+                    if !self.known_word(w) {
+                        if let Some(q) = self.gram_query(w) {
+                            should.push((Occur::Should, q));
+                        }
                     }
                 }
                 QueryPart::Expansion(w) => {
