@@ -126,6 +126,43 @@ fn session_name_and_caller_tag_reach_sts_sanitised_and_cut_at_64_characters() {
     assert_eq!(field(f, "Tags.member.2.Key"), None);
 }
 
+/// The other half of the caching test: after the endpoint failed, the next read assumes the
+/// role again instead of reusing a session the restarted endpoint may no longer know.
+#[test]
+fn after_an_unavailable_endpoint_the_next_read_assumes_the_role_again() {
+    let Some(moto) = Moto::start() else { return };
+    moto.seed();
+    let proxy = Proxy::start(moto.addr);
+    proxy.on(
+        "GetTable",
+        Some("\"quote\""),
+        Action::Respond {
+            status: 503,
+            headers: vec![],
+            body: "<html>Service Unavailable</html>".into(),
+        },
+    );
+    let source = harness::source(&proxy.url(), "max_attempts = 1");
+    let read = |table: &str| {
+        source.get_dataset(
+            &caller("alice"),
+            &Domain("policy".into()),
+            &TableName(table.into()),
+        )
+    };
+    read("customer").expect("first read");
+    assert_eq!(assume_role_requests(&proxy).len(), 1);
+    let e = read("quote").expect_err("the endpoint fails for this table");
+    assert_eq!(e.kind(), "UpstreamUnavailable");
+    assert_eq!(assume_role_requests(&proxy).len(), 1, "no new session yet");
+    read("customer").expect("read after the failure");
+    assert_eq!(
+        assume_role_requests(&proxy).len(),
+        2,
+        "the session was dropped with the failure and assumed again"
+    );
+}
+
 #[test]
 fn temporary_credentials_are_cached_per_domain_and_caller() {
     let Some(moto) = Moto::start() else { return };

@@ -366,8 +366,10 @@ impl Inner {
             .map_err(|_| internal("the aws session cache", "is poisoned by an earlier panic"))
     }
 
-    /// A read was refused with credential problems: drop the cached session so the next call
-    /// assumes the role again.
+    /// A read was refused with credential problems, or the endpoint failed (unreachable, 5xx,
+    /// throttled past the retries): drop the cached session so the next call assumes the role
+    /// again. After an outage a session is not trusted blindly: an endpoint that restarted may
+    /// no longer know it (seen with the emulator: stale keys read an empty default account).
     fn forget_session(&self, caller: &Caller, domain: &DomainConfig) {
         if let Ok(mut s) = self.sessions.lock() {
             s.remove(&(domain.name.clone(), caller.subject.clone()));
@@ -386,7 +388,10 @@ impl Inner {
     {
         let f = errors::failure(e);
         let err = errors::classify(&f, call, &self.limits);
-        if matches!(err, CatalogError::UpstreamAccessDenied { .. }) {
+        if matches!(
+            err,
+            CatalogError::UpstreamAccessDenied { .. } | CatalogError::UpstreamUnavailable { .. }
+        ) {
             self.forget_session(caller, domain);
         }
         err
