@@ -378,17 +378,18 @@ def faults_section(lf):
         if name == "aws":
             out.append(
                 "How to read the phases: a request overlapping [kill, end of reseed] is *during* "
-                "the outage. After the restart the emulator has forgotten the temporary "
-                "credentials it issued before the kill, and moto maps an unknown access key to "
-                "its default account (`moto/iam/models.py: get_account_id_from`), while govcat "
-                "keeps each (domain, caller) STS session for up to 840 s (`SESSION_SECONDS` 900 "
-                "minus `RENEW_BEFORE_EXPIRY` 60, `src/catalog/aws.rs`). Live reads by callers "
-                "whose session predates the kill therefore reach an empty account after the "
-                "reseed (`DomainNotFound`, or HTTP 500 from moto's `GetResourceLFTags`) until "
-                "their session is renewed; real STS credentials survive an AWS outage, so this "
-                "part is an emulator artefact. A scheduled rebuild that runs between the restart "
-                "and the end of the reseed reads a partly seeded catalog and publishes it; "
-                "answers from that snapshot differ from the reference until the next rebuild."
+                "the outage. Two behaviours keep the answers right around it. (1) An endpoint "
+                "failure drops the cached STS session of that (domain, caller) "
+                "(`src/catalog/aws.rs`, `forget_session`), so the first read after the restart "
+                "assumes the role again; before this, sessions issued by the emulator before the "
+                "kill (kept up to 840 s) reached moto's empty default account after its restart "
+                "(`moto/iam/models.py: get_account_id_from`): `DomainNotFound` and HTTP 500 "
+                "outside the outage. (2) A scheduled rebuild that reads more than 10 % fewer "
+                "columns than the published snapshot is not published (`SnapshotShrunk`, "
+                "`index::build_unattended`); before this, a rebuild during the reseed published "
+                "a partial catalog and answers differed from the reference until the next "
+                "rebuild. During the reseed itself, live reads of tables not yet seeded are "
+                "`DomainNotFound`/`DatasetNotFound` with a next step."
             )
             out.append("")
         errs = s.get("errors_by_kind", [])
