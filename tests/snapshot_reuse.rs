@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use govcat::catalog::dir::DirSource;
@@ -57,6 +57,29 @@ fn vectors_of(index_dir: &Path, manifest: &Manifest) -> Vec<u8> {
     .expect("vectors.f32")
 }
 
+/// A private copy of the demo catalog, an empty index directory and a fresh recording embedder.
+struct Workspace {
+    _work: tempfile::TempDir,
+    catalog: PathBuf,
+    index_dir: PathBuf,
+    embedder: Recording,
+}
+
+fn workspace() -> Workspace {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (catalog, index_dir) = (work.path().join("catalog"), work.path().join("index"));
+    common::copy_dir(&common::catalog_dir(), &catalog);
+    Workspace {
+        _work: work,
+        catalog,
+        index_dir,
+        embedder: Recording {
+            inner: HashEmbedder::new(64),
+            texts: Mutex::new(Vec::new()),
+        },
+    }
+}
+
 fn documents_of(index_dir: &Path, manifest: &Manifest) -> Vec<serde_json::Value> {
     let path = index_dir
         .join("snapshots")
@@ -67,13 +90,12 @@ fn documents_of(index_dir: &Path, manifest: &Manifest) -> Vec<serde_json::Value>
 
 #[test]
 fn rebuilding_an_unchanged_catalog_embeds_nothing_and_keeps_every_vector() {
-    let work = tempfile::tempdir().expect("tempdir");
-    let (catalog, index_dir) = (work.path().join("catalog"), work.path().join("index"));
-    common::copy_dir(&common::catalog_dir(), &catalog);
-    let embedder = Recording {
-        inner: HashEmbedder::new(64),
-        texts: Mutex::new(Vec::new()),
-    };
+    let Workspace {
+        _work,
+        catalog,
+        index_dir,
+        embedder,
+    } = workspace();
 
     let (first, report) = build(&catalog, &index_dir, &embedder);
     let documents = first.counts.documents;
@@ -104,13 +126,12 @@ fn rebuilding_an_unchanged_catalog_embeds_nothing_and_keeps_every_vector() {
 
 #[test]
 fn a_changed_column_description_re_embeds_exactly_that_column() {
-    let work = tempfile::tempdir().expect("tempdir");
-    let (catalog, index_dir) = (work.path().join("catalog"), work.path().join("index"));
-    common::copy_dir(&common::catalog_dir(), &catalog);
-    let embedder = Recording {
-        inner: HashEmbedder::new(64),
-        texts: Mutex::new(Vec::new()),
-    };
+    let Workspace {
+        _work,
+        catalog,
+        index_dir,
+        embedder,
+    } = workspace();
     let (first, _) = build(&catalog, &index_dir, &embedder);
     embedder.take();
 
@@ -164,13 +185,12 @@ fn current(index_dir: &Path) -> String {
 /// published. `govcat index` (attended) publishes the same smaller catalog.
 #[test]
 fn an_unattended_rebuild_that_lost_two_domains_is_not_published_and_an_attended_one_is() {
-    let work = tempfile::tempdir().expect("tempdir");
-    let (catalog, index_dir) = (work.path().join("catalog"), work.path().join("index"));
-    common::copy_dir(&common::catalog_dir(), &catalog);
-    let embedder = Recording {
-        inner: HashEmbedder::new(64),
-        texts: Mutex::new(Vec::new()),
-    };
+    let Workspace {
+        _work,
+        catalog,
+        index_dir,
+        embedder,
+    } = workspace();
     let (first, _) = build(&catalog, &index_dir, &embedder);
     for domain in ["hr", "marketing"] {
         std::fs::remove_dir_all(catalog.join("domains").join(domain)).expect("remove domain");
@@ -211,13 +231,12 @@ fn an_unattended_rebuild_that_lost_two_domains_is_not_published_and_an_attended_
 
 #[test]
 fn an_unattended_rebuild_that_lost_one_table_is_published() {
-    let work = tempfile::tempdir().expect("tempdir");
-    let (catalog, index_dir) = (work.path().join("catalog"), work.path().join("index"));
-    common::copy_dir(&common::catalog_dir(), &catalog);
-    let embedder = Recording {
-        inner: HashEmbedder::new(64),
-        texts: Mutex::new(Vec::new()),
-    };
+    let Workspace {
+        _work,
+        catalog,
+        index_dir,
+        embedder,
+    } = workspace();
     let (first, _) = build(&catalog, &index_dir, &embedder);
     std::fs::remove_dir_all(catalog.join("domains/policy/tables/quote")).expect("remove table");
     let ontology = common::ontology();
