@@ -13,8 +13,10 @@
 //!   `aws` source (`catalog::aws`: Glue, Lake Formation, STS; `govcat record`).
 //! - [`embed`]: the `Embedder` trait and the all-MiniLM-L6-v2 backend (candle), plus a small
 //!   deterministic embedder for plumbing tests.
-//! - [`index`]: snapshots — documents, the tantivy (BM25 + trigram) and dense (exact scan or
-//!   HNSW) indexes, the manifest, atomic publish, checked load, hot swap and the file watcher.
+//! - [`index`]: snapshots — documents (German words also in English, via the glossary), the
+//!   tantivy (BM25, exact column name, trigram) and dense (exact scan or HNSW) indexes, the
+//!   manifest, embedding reuse across rebuilds, atomic publish (unattended rebuilds refuse a
+//!   catalog that shrank), checked load, per-document scope ids, hot swap and the file watcher.
 //! - [`retrieval`]: hybrid search over a snapshot — scope filter, reciprocal-rank fusion,
 //!   similarity floor, total order, cursors, suggestions from the caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
