@@ -47,6 +47,17 @@ fn build(catalog: &Path, index_dir: &Path, embedder: &Recording) -> (Manifest, E
     index::build_reporting(index_dir, &ontology, &source, embedder, &Quiet).expect("build")
 }
 
+/// [`build`] as `serve --refresh`/`--watch` run it.
+fn build_unattended(
+    catalog: &Path,
+    index_dir: &Path,
+    embedder: &Recording,
+) -> Result<Manifest, index::IndexError> {
+    let ontology = common::ontology();
+    let source = DirSource::open(catalog, ontology.clone()).expect("catalog copy opens");
+    index::build_unattended(index_dir, &ontology, &source, embedder)
+}
+
 fn vectors_of(index_dir: &Path, manifest: &Manifest) -> Vec<u8> {
     std::fs::read(
         index_dir
@@ -195,10 +206,8 @@ fn an_unattended_rebuild_that_lost_two_domains_is_not_published_and_an_attended_
     for domain in ["hr", "marketing"] {
         std::fs::remove_dir_all(catalog.join("domains").join(domain)).expect("remove domain");
     }
-    let ontology = common::ontology();
-    let source = DirSource::open(&catalog, ontology.clone()).expect("catalog copy opens");
 
-    let refused = index::build_unattended(&index_dir, &ontology, &source, &embedder)
+    let refused = build_unattended(&catalog, &index_dir, &embedder)
         .expect_err("a catalog two domains smaller is refused");
     assert_eq!(refused.kind(), "SnapshotShrunk");
     assert_eq!(
@@ -239,11 +248,9 @@ fn an_unattended_rebuild_that_lost_one_table_is_published() {
     } = workspace();
     let (first, _) = build(&catalog, &index_dir, &embedder);
     std::fs::remove_dir_all(catalog.join("domains/policy/tables/quote")).expect("remove table");
-    let ontology = common::ontology();
-    let source = DirSource::open(&catalog, ontology.clone()).expect("catalog copy opens");
 
-    let rebuilt = index::build_unattended(&index_dir, &ontology, &source, &embedder)
-        .expect("one table fewer is published");
+    let rebuilt =
+        build_unattended(&catalog, &index_dir, &embedder).expect("one table fewer is published");
     assert_eq!(current(&index_dir), rebuilt.id);
     assert_eq!(
         (rebuilt.counts.tables, first.counts.tables),
