@@ -328,10 +328,9 @@ impl Lexical {
         ))
     }
 
-    /// Whether every token of `word` occurs in some document's text.
-    fn known_word(&self, word: &str) -> bool {
+    /// Whether every one of a word's `tokens` occurs in some document's text.
+    fn known(&self, tokens: &[String]) -> bool {
         let searcher = self.reader.searcher();
-        let tokens = self.analyse(word);
         !tokens.is_empty()
             && tokens.iter().all(|t| {
                 searcher
@@ -369,26 +368,27 @@ impl Lexical {
         for part in parts {
             match part {
                 QueryPart::Word(w) => {
-                    for token in self.analyse(w) {
-                        should.push((Occur::Should, self.word_query(self.f.text, &token)));
+                    let tokens = self.analyse(w);
+                    for token in &tokens {
+                        should.push((Occur::Should, self.word_query(self.f.text, token)));
                         should.push((
                             Occur::Should,
                             Box::new(BoostQuery::new(
-                                self.word_query(self.f.name, &token),
+                                self.word_query(self.f.name, token),
                                 NAME_BOOST,
                             )),
                         ));
                         should.push((
                             Occur::Should,
                             Box::new(BoostQuery::new(
-                                self.word_query(self.f.context, &token),
+                                self.word_query(self.f.context, token),
                                 CONTEXT_BOOST,
                             )),
                         ));
                         should.push((
                             Occur::Should,
                             Box::new(BoostQuery::new(
-                                self.word_query(self.f.gloss, &token),
+                                self.word_query(self.f.gloss, token),
                                 GLOSS_BOOST,
                             )),
                         ));
@@ -405,7 +405,7 @@ impl Lexical {
                     // Trigrams are for words the index does not hold as such (compounds,
                     // run-together names); a word it holds already matches exactly, and its
                     // trigrams would cost a scan of every document sharing them.
-                    if !self.known_word(w) {
+                    if !self.known(&tokens) {
                         if let Some(q) = self.gram_query(w) {
                             should.push((Occur::Should, q));
                         }
