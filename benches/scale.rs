@@ -38,12 +38,13 @@ use govcat::catalog::{
     TagLevel, TagState, Tags,
 };
 use govcat::embed::{Embedder, MiniLm};
-use govcat::index::dense::{build_hnsw, exact_top_k, Backend, Dense, Vectors, EXACT_MAX_DOCS};
+use govcat::index::dense::{
+    build_hnsw, exact_top_k, Backend, CosineDistance, Dense, Vectors, EXACT_MAX_DOCS,
+};
 use govcat::index::documents::{column_documents, Document, Kind};
 use govcat::index::lexical::parse_query;
 use govcat::index::{self, Counts, ModelInfo, Quiet, Scopes};
 use govcat::retrieval::{self, Mode, Params, Query, CANDIDATES};
-use hnsw_rs::anndists::dist::DistDot;
 use hnsw_rs::hnswio::HnswIo;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -1227,7 +1228,7 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
 
     // ef_search sweep on the same graph, loaded directly (same queries as above).
     let mut io = HnswIo::new(&graph_dir, HNSW_BASENAME);
-    let graph = io.load_hnsw::<f32, DistDot>().map_err(|e| {
+    let graph = io.load_hnsw::<f32, CosineDistance>().map_err(|e| {
         anyhow!(
             "loading {}/{HNSW_BASENAME}.hnsw.graph for the ef sweep: {e}",
             graph_dir.display()

@@ -140,17 +140,14 @@ pub fn candidates(
     }
     let scope = snapshot.scope_filter(&scopes);
     let expansion = snapshot.glossary.expand(q.description);
-    let lexical = if q.mode != Mode::Dense {
+    let lexical = || -> Result<Candidates, RetrievalError> {
         snapshot.count_query();
         let mut parts = parse_query(q.description);
         parts.extend(expansion.iter().cloned().map(QueryPart::Expansion));
         let filter = (!matches!(scope, ScopeFilter::All)).then_some(scopes.as_slice());
-        snapshot.lexical.search(&parts, filter, CANDIDATES)?
-    } else {
-        Vec::new()
+        Ok(snapshot.lexical.search(&parts, filter, CANDIDATES)?)
     };
-
-    let dense = if q.mode != Mode::Bm25 {
+    let dense = || -> Result<Candidates, RetrievalError> {
         snapshot.count_query();
         let vector = if expansion.is_empty() {
             embedder.embed_query(q.description)?
@@ -158,17 +155,27 @@ pub fn candidates(
             embedder.embed_query(&format!("{} ({})", q.description, expansion.join(" ")))?
         };
         let allowed = |ord: u32| scope.allows(ord);
-        snapshot.dense.search(
+        Ok(snapshot.dense.search(
             &vector,
             CANDIDATES,
             &allowed,
             scope.count(snapshot.docs.len()),
-        )
-    } else {
-        Vec::new()
+        ))
     };
-
-    Ok((lexical, dense))
+    match q.mode {
+        Mode::Bm25 => Ok((lexical()?, Vec::new())),
+        Mode::Dense => Ok((Vec::new(), dense()?)),
+        // The two sides are independent: the lexical search runs on a second thread while
+        // this one embeds the query and searches the dense index.
+        Mode::Hybrid => std::thread::scope(|s| {
+            let lexical = s.spawn(lexical);
+            let dense = dense();
+            let lexical = lexical
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            Ok((lexical?, dense?))
+        }),
+    }
 }
 
 /// Weighted reciprocal-rank fusion; dense-only candidates below the floor are dropped.

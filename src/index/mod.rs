@@ -112,7 +112,8 @@ pub struct Counts {
 }
 
 /// Version of the snapshot layout; a snapshot of another version is refused at load.
-pub const FORMAT_VERSION: u32 = 5;
+/// 6: the HNSW graph is dumped with govcat's own `CosineDistance`.
+pub const FORMAT_VERSION: u32 = 6;
 
 /// `manifest.json`: what a snapshot is and how to check it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
