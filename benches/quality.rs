@@ -296,14 +296,18 @@ fn main() {
     if let Ok(path) = std::env::var("GOVCAT_BENCH_DUMP") {
         // Raw candidates per query, for analysis outside the bench.
         let side = |c: &[(u32, f32)]| -> Vec<(String, f32)> {
-            c.iter().map(|(o, s)| (snapshot.doc(*o).id.clone(), *s)).collect()
+            c.iter()
+                .map(|(o, s)| (snapshot.doc(*o).id.clone(), *s))
+                .collect()
         };
         let rows: Vec<serde_json::Value> = queries
             .iter()
             .zip(&raws)
-            .map(|(q, r)| json!({"id": q.id, "query": q.query, "lang": q.lang,
+            .map(|(q, r)| {
+                json!({"id": q.id, "query": q.query, "lang": q.lang,
                 "calibration": is_calibration(&q.id), "relevant": q.relevant,
-                "lexical": side(&r.lexical), "dense": side(&r.dense)}))
+                "lexical": side(&r.lexical), "dense": side(&r.dense)})
+            })
             .collect();
         fs::write(&path, serde_json::to_string(&rows).expect("json")).expect("dump");
         eprintln!("wrote {path}");

@@ -255,8 +255,9 @@ def scale_section(scale, reference):
         "exact scan, larger ones from HNSW (`src/index/dense.rs`). The exact scan is govcat's own "
         "code: under the dev profile it runs at opt-level 0, so exact/HNSW ratios measured with "
         "`--profile dev` overstate HNSW's advantage at small sizes; the release rows are the "
-        "ones to compare: the 10k release reference (HNSW 1.9 ms vs exact 3.2 ms p50, recall@10 "
-        "above 0.99) is what moved the crossover from 20k to 5k documents (commit 09ccb13)."
+        "ones to compare. History: the crossover moved from 20k to 5k documents (commit 09ccb13, "
+        "10k release: HNSW 1.9 ms vs exact 3.2 ms p50) and back to 20k once the dot product "
+        "was vectorised (2026-11-30, 10k release: exact 0.9 ms vs HNSW 1.3 ms p50)."
     )
     return "\n".join(out) + "\n"
 

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use govcat::catalog::aws::{session_name, DomainDrift};
+use govcat::catalog::aws::{session_name, AwsConfig, DomainDrift};
 use govcat::catalog::dir::DirSource;
 use govcat::catalog::{Caller, CatalogError, CatalogSource, Domain, FieldState, TableName};
 use govcat::tools::{self, Context, Outcome};
@@ -492,6 +492,36 @@ fn a_table_or_domain_not_in_the_catalog_is_not_found_never_empty() {
             available: 3
         }
     );
+}
+
+#[test]
+fn a_configured_domain_whose_database_is_missing_says_so_instead_of_not_found() {
+    let Some(moto) = Moto::start() else { return };
+    moto.seed();
+    // `policy` is in the domain map, but its account (changed here) has no `policy_curated`.
+    let text = harness::config_text("").replace("210000000001", "210000000099");
+    let config = AwsConfig::parse(&text, Path::new("tests/aws/domains.toml")).expect("parses");
+    let source = harness::source_with(&moto.url(), config);
+    let me = caller("tester");
+    let e = source
+        .list_tables(&me, &Domain("policy".into()))
+        .unwrap_err();
+    assert_eq!(
+        e,
+        CatalogError::UpstreamRejected {
+            domain: "policy".into(),
+            operation: "glue:GetTables on policy_curated".into(),
+            problem: "account 210000000099 has no Glue database 'policy_curated', which domain 'policy' is configured to read".into(),
+            next: "create the database in that account, or correct domain 'policy' (account_id) in the aws domain map".into(),
+        }
+    );
+    // (`get_dataset` is not checked here: moto answers Lake Formation's database-tags read for
+    // a missing database with a bare HTTP 500, where AWS answers EntityNotFoundException.)
+    // The unchanged domains still read.
+    assert!(!source
+        .list_tables(&me, &Domain("claims".into()))
+        .expect("claims reads")
+        .is_empty());
 }
 
 #[test]

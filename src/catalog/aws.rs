@@ -417,10 +417,7 @@ impl Inner {
                     .await
                     .map_err(|e| {
                         if errors::failure(&e).is_not_found() {
-                            CatalogError::DomainNotFound {
-                                domain: domain.name.clone(),
-                                available: self.config.domains.len(),
-                            }
+                            database_missing(domain, call, database)
                         } else {
                             self.read_error(caller, domain, call, &e)
                         }
@@ -474,10 +471,7 @@ impl Inner {
                 .await
                 .map_err(|e| {
                     if errors::failure(&e).is_not_found() {
-                        CatalogError::DomainNotFound {
-                            domain: domain.name.clone(),
-                            available: self.config.domains.len(),
-                        }
+                        database_missing(domain, &call, &database)
                     } else {
                         self.read_error(caller, domain, &call, &e)
                     }
@@ -827,6 +821,24 @@ impl CatalogSource for AwsSource {
                 named_resource_grants,
             })
         })
+    }
+}
+
+/// A configured domain whose Glue database the account does not have. Not `DomainNotFound`:
+/// the domain is in govcat's domain map, and `govcat list-domains` would list it; what is
+/// missing is upstream, and retrying will not bring it back.
+fn database_missing(domain: &DomainConfig, call: &Call, database: &str) -> CatalogError {
+    CatalogError::UpstreamRejected {
+        domain: domain.name.clone(),
+        operation: call.operation.clone(),
+        problem: format!(
+            "account {} has no Glue database '{database}', which domain '{}' is configured to read",
+            domain.account_id, domain.name
+        ),
+        next: format!(
+            "create the database in that account, or correct domain '{}' (account_id) in the aws domain map",
+            domain.name
+        ),
     }
 }
 

@@ -144,8 +144,13 @@ pub fn exact_top_k(
 
 /// Builds an HNSW graph over `vectors` and dumps it into `dir`.
 pub fn build_hnsw(dir: &Path, vectors: &Vectors) -> Result<(), IndexError> {
-    let hnsw: Hnsw<f32, CosineDistance> =
-        Hnsw::new(HNSW_M, vectors.len(), 16, HNSW_EF_CONSTRUCTION, CosineDistance);
+    let hnsw: Hnsw<f32, CosineDistance> = Hnsw::new(
+        HNSW_M,
+        vectors.len(),
+        16,
+        HNSW_EF_CONSTRUCTION,
+        CosineDistance,
+    );
     let rows: Vec<(&[f32], usize)> = (0..vectors.len()).map(|i| (vectors.row(i), i)).collect();
     hnsw.parallel_insert_slice(&rows);
     let written = hnsw

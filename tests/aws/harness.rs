@@ -189,6 +189,11 @@ pub fn config(extra: &str) -> AwsConfig {
 
 /// The aws source against `endpoint`, with fixed server credentials (no environment involved).
 pub fn source(endpoint: &str, extra: &str) -> AwsSource {
+    source_with(endpoint, config(extra))
+}
+
+/// [`source`] with a domain map of the test's own.
+pub fn source_with(endpoint: &str, config: AwsConfig) -> AwsSource {
     let loader = aws_config::defaults(BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .credentials_provider(aws_sdk_sts::config::Credentials::new(
@@ -198,7 +203,7 @@ pub fn source(endpoint: &str, extra: &str) -> AwsSource {
             None,
             "tests",
         ));
-    AwsSource::with_loader(config(extra), ontology(), loader).expect("aws source opens")
+    AwsSource::with_loader(config, ontology(), loader).expect("aws source opens")
 }
 
 /// Environment for a `govcat` child process that talks to `endpoint`.
