@@ -14,6 +14,9 @@ use super::text::{fold, words};
 pub const GLOSSARY_FILE: &str = "glossary-de-en.tsv";
 const MIN_PART: usize = 3;
 const MAX_PARTS: usize = 3;
+/// Case and plural endings tried, shortest first, when a (last) word part is not in the
+/// glossary as written.
+const INFLECTIONS: [&str; 7] = ["s", "n", "e", "es", "en", "er", "ern"];
 
 /// Folded German word → English terms.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -72,18 +75,34 @@ impl Glossary {
 
     /// Splits a folded word into glossary words (at most three), longest first part first.
     fn decompose(&self, word: &str) -> Option<Vec<&str>> {
-        if let Some((k, _)) = self.entries.get_key_value(word) {
-            return Some(vec![k.as_str()]);
+        if let Some(k) = self.lookup(word) {
+            return Some(vec![k]);
         }
         self.split(word, MAX_PARTS)
+    }
+
+    /// The glossary word `word` is, as written or inflected: German adds case and plural
+    /// endings to the last part of a word (`Kunden`, `Versicherungsscheins`, `Verträge`
+    /// folded to `vertrage`), which the glossary lists in their base form.
+    fn lookup(&self, word: &str) -> Option<&str> {
+        if let Some((k, _)) = self.entries.get_key_value(word) {
+            return Some(k.as_str());
+        }
+        INFLECTIONS.iter().find_map(|ending| {
+            let stem = word.strip_suffix(ending)?;
+            if stem.chars().count() < MIN_PART {
+                return None;
+            }
+            self.entries.get_key_value(stem).map(|(k, _)| k.as_str())
+        })
     }
 
     fn split(&self, word: &str, parts_left: usize) -> Option<Vec<&str>> {
         if parts_left == 0 {
             return None;
         }
-        if let Some((k, _)) = self.entries.get_key_value(word) {
-            return Some(vec![k.as_str()]);
+        if let Some(k) = self.lookup(word) {
+            return Some(vec![k]);
         }
         let chars: Vec<char> = word.chars().collect();
         for cut in (MIN_PART..chars.len().saturating_sub(MIN_PART - 1)).rev() {
@@ -149,6 +168,22 @@ mod tests {
             vec!["cancellation", "churn", "probability"]
         );
         assert_eq!(g.expand("Versicherungsnehmer"), vec!["insurance", "holder"]);
+    }
+
+    #[test]
+    fn inflected_words_and_compounds_expand_to_their_base_form() {
+        let g = Glossary::parse(
+            "kunde\tcustomer\nvertrag\tcontract\nversicherung\tinsurance\nschein\tcertificate\n",
+        )
+        .unwrap();
+        assert_eq!(g.expand("Kunden"), vec!["customer"]);
+        assert_eq!(g.expand("Verträge"), vec!["contract"]);
+        assert_eq!(
+            g.expand("Versicherungsscheins"),
+            vec!["insurance", "certificate"]
+        );
+        // A stem shorter than a word part is not a match.
+        assert!(g.expand("Kuns").is_empty());
     }
 
     #[test]
