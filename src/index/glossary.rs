@@ -2,7 +2,9 @@
 //! ontology) used to expand German words of a query with their English terms, so that a
 //! German question meets English column descriptions. Compounds are split into glossary
 //! words (`Kündigungswahrscheinlichkeit` → `kündigung` + `wahrscheinlichkeit`), dropping a
-//! linking `s`/`n`/`es`/`en`. The expansion is echoed with every search (rule 11); it never
+//! linking `s`/`n`/`es`/`en`; a case or plural ending on the last part is dropped too
+//! (`Versicherungsscheins`). A long compound that does not split wholly still gives its known
+//! first and last parts (`Gehaltsnachabrechnung` → `gehalt` … `abrechnung`). The expansion is echoed with every search (rule 11); it never
 //! replaces the caller's words.
 
 use std::collections::HashMap;
@@ -14,6 +16,10 @@ use super::text::{fold, words};
 pub const GLOSSARY_FILE: &str = "glossary-de-en.tsv";
 const MIN_PART: usize = 3;
 const MAX_PARTS: usize = 3;
+/// Shortest known part [`Glossary::partial`] takes from a compound, and the shortest word it
+/// looks into.
+const PARTIAL_MIN: usize = 4;
+const PARTIAL_WORD_MIN: usize = 10;
 /// Case and plural endings tried, shortest first, when a (last) word part is not in the
 /// glossary as written.
 const INFLECTIONS: [&str; 7] = ["s", "n", "e", "es", "en", "er", "ern"];
@@ -97,6 +103,33 @@ impl Glossary {
         })
     }
 
+    /// For a compound that does not split wholly into glossary words: its longest known first
+    /// part (the modifier) and its longest known last part (the head, which carries the
+    /// compound's meaning: `Gehaltsabrechnung` is a kind of `Abrechnung`), each at least
+    /// [`PARTIAL_MIN`] characters. Empty for words shorter than [`PARTIAL_WORD_MIN`].
+    fn partial(&self, word: &str) -> Vec<&str> {
+        let chars: Vec<char> = word.chars().collect();
+        let n = chars.len();
+        let mut out = Vec::new();
+        if n < PARTIAL_WORD_MIN {
+            return out;
+        }
+        let text = |range: std::ops::Range<usize>| chars[range].iter().collect::<String>();
+        if let Some(k) = (PARTIAL_MIN..=n - MIN_PART)
+            .rev()
+            .find_map(|cut| self.entries.get_key_value(text(0..cut).as_str()))
+        {
+            out.push(k.0.as_str());
+        }
+        if let Some(k) = (MIN_PART..=n - PARTIAL_MIN).find_map(|start| self.lookup(&text(start..n)))
+        {
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+        out
+    }
+
     fn split(&self, word: &str, parts_left: usize) -> Option<Vec<&str>> {
         if parts_left == 0 {
             return None;
@@ -133,8 +166,9 @@ impl Glossary {
             if w.chars().count() < MIN_PART || w.chars().all(|c| c.is_ascii_digit()) {
                 continue;
             }
-            let Some(parts) = self.decompose(w) else {
-                continue;
+            let parts = match self.decompose(w) {
+                Some(parts) => parts,
+                None => self.partial(w),
             };
             for part in parts {
                 for term in &self.entries[part] {
@@ -184,6 +218,17 @@ mod tests {
         );
         // A stem shorter than a word part is not a match.
         assert!(g.expand("Kuns").is_empty());
+    }
+
+    #[test]
+    fn a_compound_with_an_unknown_part_expands_its_known_first_and_last_parts() {
+        let g = Glossary::parse("kunde\tcustomer\nabrechnung\tstatement\n").unwrap();
+        assert_eq!(
+            g.expand("Kundensonderabrechnungen"),
+            vec!["customer", "statement"]
+        );
+        // Short words are not taken apart on a partial match.
+        assert!(g.expand("Kundexyz").is_empty());
     }
 
     #[test]
