@@ -3,6 +3,8 @@
 //! valid tokens reach the handler. Keys (RSA 2048, P-256) are generated here; the JWKS is a
 //! file in a tempdir, or served over loopback HTTP for the rotation tests.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +18,8 @@ use axum::routing::get;
 use axum::{Extension, Json, Router};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use common::{patched, sign_jwt};
+use jsonwebtoken::{Algorithm, EncodingKey};
 use rsa::Generate;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -105,7 +108,7 @@ fn jwks() -> Value {
 
 /// Valid claims for `alice`, patched: a `null` in `patch` removes the claim.
 fn claims(patch: Value) -> Value {
-    let mut c = json!({
+    let c = json!({
         "iss": ISSUER,
         "aud": AUDIENCE,
         "sub": "alice",
@@ -114,26 +117,11 @@ fn claims(patch: Value) -> Value {
         "scope": "catalog:fraud:read openid",
         "client_id": "ide-plugin",
     });
-    if let (Some(base), Some(patch)) = (c.as_object_mut(), patch.as_object()) {
-        for (k, v) in patch {
-            if v.is_null() {
-                base.remove(k);
-            } else {
-                base.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    c
-}
-
-fn sign(alg: Algorithm, kid: &str, claims: &Value, key: &EncodingKey) -> String {
-    let mut header = Header::new(alg);
-    header.kid = Some(kid.to_string());
-    jsonwebtoken::encode(&header, claims, key).expect("encode")
+    patched(c, &patch)
 }
 
 fn rs256(kid: &str, claims: &Value) -> String {
-    sign(
+    sign_jwt(
         Algorithm::RS256,
         kid,
         claims,
@@ -142,7 +130,7 @@ fn rs256(kid: &str, claims: &Value) -> String {
 }
 
 fn es256(kid: &str, claims: &Value) -> String {
-    sign(
+    sign_jwt(
         Algorithm::ES256,
         kid,
         claims,
@@ -358,19 +346,19 @@ fn matrix() -> Vec<Case> {
             parts[2]
         )
     };
-    let hs256_with_rsa_public_key = sign(
+    let hs256_with_rsa_public_key = sign_jwt(
         Algorithm::HS256,
         "rsa-1",
         &claims(json!({})),
         &EncodingKey::from_secret(&k.rsa_spki).expect("hmac key"),
     );
-    let es256_header_on_rsa_kid = sign(
+    let es256_header_on_rsa_kid = sign_jwt(
         Algorithm::ES256,
         "rsa-1",
         &claims(json!({})),
         &EncodingKey::from_ec_der(&k.ec_pkcs8),
     );
-    let forged_with_unpublished_key = sign(
+    let forged_with_unpublished_key = sign_jwt(
         Algorithm::ES256,
         "ec-1",
         &claims(json!({})),

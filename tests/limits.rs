@@ -16,18 +16,13 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use client::{request, Response};
-use common::server::Served;
+use common::server::{rpc_messages, Served, MCP_HEADERS, MCP_PROTOCOL};
 use common::{call_err, call_ok};
 use govcat::limits::{MAX_BODY_BYTES, MAX_DESCRIPTION_CHARS, MAX_DOMAINS, MAX_LIMIT};
 use govcat::tools::{self, Caller, Context};
 use serde_json::{json, Value};
 
 const EU_IBAN: &str = "contains an EU IBAN";
-const MCP_PROTOCOL: &str = "2025-11-25";
-const MCP_HEADERS: &[(&str, &str)] = &[
-    ("Content-Type", "application/json"),
-    ("Accept", "application/json, text/event-stream"),
-];
 
 /// A description of exactly `n` characters of `c` (no surrounding whitespace).
 fn description_of(n: usize, c: char) -> String {
@@ -261,18 +256,6 @@ fn rest_call(addr: SocketAddr, tool: &str, args: &Value) -> Response {
         &[("Content-Type", "application/json")],
         args.to_string().as_bytes(),
     )
-}
-
-/// The JSON-RPC messages of an MCP answer: a JSON body or the `data:` lines of SSE.
-fn rpc_messages(body: &[u8]) -> Vec<Value> {
-    let text = String::from_utf8_lossy(body);
-    if let Ok(v) = serde_json::from_str::<Value>(&text) {
-        return vec![v];
-    }
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str(d.trim()).ok())
-        .collect()
 }
 
 fn initialize(id: u64) -> Value {

@@ -13,10 +13,10 @@
 
 #[path = "server_http/client.rs"]
 mod client;
+mod common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
@@ -25,12 +25,13 @@ use std::time::{Duration, SystemTime};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
 use client::{request, Response};
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use common::server::{retrieval_available, rpc_messages, Served, BIN, MCP_HEADERS, MCP_PROTOCOL};
+use common::{model_dir, patched, sign_jwt};
+use jsonwebtoken::{Algorithm, EncodingKey};
 
 use serde_json::{json, Value};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
-const BIN: &str = env!("CARGO_BIN_EXE_govcat");
 const ISSUER: &str = "https://idp.govcat.test";
 const AUDIENCE: &str = "https://govcat.test/mcp";
 const RM_URL: &str = "https://govcat.test/.well-known/oauth-protected-resource/mcp";
@@ -38,8 +39,6 @@ const KID: &str = "rsa-1";
 const CLIENT_ID: &str = "server-auth-test";
 const FRAUD: &str = "catalog:fraud:read";
 const FRAUD_AND_CLAIMS: &str = "catalog:fraud:read catalog:claims:read";
-/// The protocol of the hand-written MCP sessions (initialize + Mcp-Session-Id).
-const MCP_PROTOCOL: &str = "2025-11-25";
 const FRAUD_TABLES: [&str; 8] = [
     "entity_link",
     "ext_vendor_screening",
@@ -96,31 +95,16 @@ fn unix_now() -> u64 {
 /// Valid claims for `bob` with `scope`, patched: a `null` in `patch` removes the claim.
 fn claims(scope: &str, patch: Value) -> Value {
     let now = unix_now();
-    let mut c = json!({
+    let c = json!({
         "iss": ISSUER, "aud": AUDIENCE, "sub": "bob", "iat": now - 10, "exp": now + 600,
         "scope": scope, "client_id": CLIENT_ID,
     });
-    if let (Some(base), Some(patch)) = (c.as_object_mut(), patch.as_object()) {
-        for (k, v) in patch {
-            if v.is_null() {
-                base.remove(k);
-            } else {
-                base.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    c
-}
-
-fn sign_with(alg: Algorithm, kid: &str, claims: &Value, key: &EncodingKey) -> String {
-    let mut header = Header::new(alg);
-    header.kid = Some(kid.to_string());
-    jsonwebtoken::encode(&header, claims, key).expect("encode")
+    patched(c, &patch)
 }
 
 fn sign(claims: &Value) -> String {
     let key = EncodingKey::from_rsa_der(&issuer().pkcs1);
-    sign_with(Algorithm::RS256, KID, claims, &key)
+    sign_jwt(Algorithm::RS256, KID, claims, &key)
 }
 
 /// A valid token for `bob` with these scopes.
@@ -131,36 +115,9 @@ fn token(scope: &str) -> String {
 // ---------------------------------------------------------------- the server
 
 struct Server {
-    child: Child,
-    addr: SocketAddr,
+    served: Served,
     _dir: tempfile::TempDir,
     audit: PathBuf,
-}
-
-fn model_dir() -> PathBuf {
-    match std::env::var_os("GOVCAT_MODEL_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => Path::new(REPO).join(govcat::embed::DEFAULT_MODEL_DIR),
-    }
-}
-
-/// Whether the tests that search may run; says why when they may not.
-fn retrieval_available(test: &str) -> bool {
-    let have = model_dir().join("model.safetensors").is_file()
-        && Path::new(REPO).join("index/CURRENT").is_file();
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    assert!(
-        have || !ci,
-        "{test}: no model in {} or no snapshot in index/; run scripts/fetch-model.sh and `govcat index`",
-        model_dir().display()
-    );
-    if !have {
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED {test}: needs the model (scripts/fetch-model.sh) and a snapshot (govcat index)"
-        );
-    }
-    have
 }
 
 impl Server {
@@ -171,34 +128,23 @@ impl Server {
         let jwks = dir.path().join("jwks.json");
         std::fs::write(&jwks, issuer().jwks.to_string()).expect("write jwks");
         let audit = audit_log.map_or_else(|| dir.path().join("audit.jsonl"), Path::to_path_buf);
-        let mut child = Command::new(BIN)
-            .current_dir(REPO)
-            .args(["serve", "--listen", "127.0.0.1:0", "--auth", "jwt"])
-            .args(["--issuer", ISSUER, "--audience", AUDIENCE])
-            .arg("--jwks-file")
-            .arg(&jwks)
-            .arg("--audit-log")
-            .arg(&audit)
-            .env("GOVCAT_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn govcat serve");
-        let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        reader
-            .read_line(&mut line)
-            .expect("read the first line of govcat serve");
-        // Whatever else reaches stdout is drained, so the server never writes to a closed pipe.
-        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-        let addr = line
-            .strip_prefix("govcat: serving MCP at http://")
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("govcat serve did not start: first line {line:?}"));
+        let served = Served::start(
+            &[
+                "--auth",
+                "jwt",
+                "--issuer",
+                ISSUER,
+                "--audience",
+                AUDIENCE,
+                "--jwks-file",
+                jwks.to_str().expect("utf-8 jwks path"),
+                "--audit-log",
+                audit.to_str().expect("utf-8 audit log path"),
+            ],
+            &[("GOVCAT_LOG", "warn")],
+        );
         Server {
-            child,
-            addr,
+            served,
             _dir: dir,
             audit,
         }
@@ -223,7 +169,7 @@ impl Server {
         }
         let text = body.map(Value::to_string);
         request(
-            self.addr,
+            self.served.addr,
             method,
             path,
             &headers,
@@ -259,30 +205,6 @@ impl Server {
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("audit line {l:?}: {e}")))
             .collect()
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-const MCP_HEADERS: &[(&str, &str)] = &[
-    ("Content-Type", "application/json"),
-    ("Accept", "application/json, text/event-stream"),
-];
-
-/// The JSON-RPC messages of a response body: a JSON body, or the `data:` lines of SSE.
-fn rpc_messages(body: &[u8]) -> Vec<Value> {
-    let text = String::from_utf8_lossy(body);
-    if let Ok(v) = serde_json::from_str::<Value>(&text) {
-        return vec![v];
-    }
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str(d.trim()).ok())
-        .collect()
 }
 
 /// A 2025-11-25 MCP session over HTTP, written by hand: initialize, the session header,
@@ -420,7 +342,7 @@ fn the_token_matrix_through_the_real_server() {
         B64.encode(json!({"alg": "none", "kid": KID}).to_string()),
         B64.encode(claims(FRAUD, json!({})).to_string())
     );
-    let hs256 = sign_with(
+    let hs256 = sign_jwt(
         Algorithm::HS256,
         KID,
         &claims(FRAUD, json!({})),
@@ -518,7 +440,7 @@ fn the_token_matrix_through_the_real_server() {
         },
         Case {
             name: "unknown kid",
-            authorization: bearer(&sign_with(
+            authorization: bearer(&sign_jwt(
                 Algorithm::RS256,
                 "rsa-rotated",
                 &claims(FRAUD, json!({})),
@@ -545,7 +467,7 @@ fn the_token_matrix_through_the_real_server() {
         }
         let body = json!({}).to_string();
         let rest = request(
-            server.addr,
+            server.served.addr,
             "POST",
             "/v1/tools/list_domains",
             &headers,
@@ -559,7 +481,7 @@ fn the_token_matrix_through_the_real_server() {
             "clientInfo": {"name": "matrix", "version": "1"}}})
         .to_string();
         let mcp = request(
-            server.addr,
+            server.served.addr,
             "POST",
             "/mcp",
             &mcp_headers,

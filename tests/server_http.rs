@@ -8,50 +8,20 @@
 
 #[path = "server_http/client.rs"]
 mod client;
+mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use client::{request, Response};
+use common::copy_dir;
+use common::server::{retrieval_available, Served as Server, BIN};
 use serde_json::{json, Value};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
-const BIN: &str = env!("CARGO_BIN_EXE_govcat");
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
 
 impl Server {
-    fn start(args: &[&str], envs: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(BIN)
-            .current_dir(REPO)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .envs(envs.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn govcat serve");
-        let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        reader
-            .read_line(&mut line)
-            .expect("read the first line of govcat serve");
-        // Audit lines follow on stdout: keep draining it, or every call is answered 503.
-        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-        let addr = line
-            .strip_prefix("govcat: serving MCP at http://")
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("govcat serve did not start: first line {line:?}"));
-        Server { child, addr }
-    }
-
     fn get(&self, path: &str) -> Response {
         request(self.addr, "GET", path, &[], None).expect("GET")
     }
@@ -83,39 +53,6 @@ impl Server {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn model_dir() -> PathBuf {
-    match std::env::var_os("GOVCAT_MODEL_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => Path::new(REPO).join(govcat::embed::DEFAULT_MODEL_DIR),
-    }
-}
-
-/// Whether the tests that need the model and `index/` may run; says why when they may not.
-fn retrieval_available(test: &str) -> bool {
-    let have = model_dir().join("model.safetensors").is_file()
-        && Path::new(REPO).join("index/CURRENT").is_file();
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    assert!(
-        have || !ci,
-        "{test}: no model in {} or no snapshot in index/; run scripts/fetch-model.sh and `govcat index`",
-        model_dir().display()
-    );
-    if !have {
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED {test}: needs the model (scripts/fetch-model.sh) and a snapshot (govcat index)"
-        );
-    }
-    have
 }
 
 fn cli_json(args: &[&str]) -> Value {
@@ -517,19 +454,6 @@ fn sigterm_stops_the_server_cleanly() {
     let (status, took) = server.stop();
     assert_eq!(status.code(), Some(0));
     assert!(took < Duration::from_secs(8), "shutdown took {took:?}");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -25,6 +25,7 @@ use govcat::embed::{Embedder, HashEmbedder, MiniLm, DEFAULT_MODEL_DIR, MODEL_DIR
 use govcat::index::{self, Manifest, Snapshot, SnapshotHandle};
 use govcat::ontology::Ontology;
 use govcat::tools::{self, Context, Outcome, ToolError};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::Value;
 
 /// Prefix of the snapshot directories this module creates (stale ones are removed).
@@ -265,4 +266,25 @@ pub fn copy_dir(from: &Path, to: &Path) {
                 .unwrap_or_else(|e| panic!("{}: {e}", target.display()));
         }
     }
+}
+
+/// JWT claims `base` with `patch` applied: a `null` in `patch` removes the claim.
+pub fn patched(mut base: Value, patch: &Value) -> Value {
+    if let (Some(claims), Some(patch)) = (base.as_object_mut(), patch.as_object()) {
+        for (k, v) in patch {
+            if v.is_null() {
+                claims.remove(k);
+            } else {
+                claims.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    base
+}
+
+/// A compact JWT of `claims` signed with `key` under `alg`, its header naming `kid`.
+pub fn sign_jwt(alg: Algorithm, kid: &str, claims: &Value, key: &EncodingKey) -> String {
+    let mut header = Header::new(alg);
+    header.kid = Some(kid.to_string());
+    jsonwebtoken::encode(&header, claims, key).expect("encode")
 }

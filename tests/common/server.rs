@@ -1,9 +1,8 @@
 //! `govcat` as a child process, for tests of the real binary: `govcat serve` on a free
 //! loopback port (killed when dropped) and one-shot CLI runs under `--json`.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
@@ -72,17 +71,47 @@ pub fn cli_json(args: &[&str], envs: &[(&str, &str)]) -> (Option<i32>, Value) {
     (out.status.code(), json)
 }
 
-/// Copies a directory tree.
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("mkdir {}: {e}", to.display()));
-    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
-        let entry = entry.expect("directory entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target)
-                .unwrap_or_else(|e| panic!("copy {}: {e}", entry.path().display()));
-        }
+/// The one directory copier (tests/crash_safety.rs imports it from here).
+#[allow(unused_imports)] // unused in test binaries other than crash_safety
+pub use super::copy_dir;
+
+/// Whether tests that search over `govcat serve` may run (the model and a snapshot in
+/// `index/`); says why when they may not, and fails under `CI=true`.
+pub fn retrieval_available(test: &str) -> bool {
+    let have = super::model_dir().join("model.safetensors").is_file()
+        && super::repo().join("index/CURRENT").is_file();
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    assert!(
+        have || !ci,
+        "{test}: no model in {} or no snapshot in index/; run scripts/fetch-model.sh and `govcat index`",
+        super::model_dir().display()
+    );
+    if !have {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: needs the model (scripts/fetch-model.sh) and a snapshot (govcat index)"
+        );
     }
+    have
+}
+
+/// The MCP protocol version the hand-written HTTP sessions negotiate.
+pub const MCP_PROTOCOL: &str = "2025-11-25";
+
+/// Headers of an MCP POST over streamable HTTP.
+pub const MCP_HEADERS: &[(&str, &str)] = &[
+    ("Content-Type", "application/json"),
+    ("Accept", "application/json, text/event-stream"),
+];
+
+/// The JSON-RPC messages of an MCP answer: a JSON body or the `data:` lines of SSE.
+pub fn rpc_messages(body: &[u8]) -> Vec<Value> {
+    let text = String::from_utf8_lossy(body);
+    if let Ok(v) = serde_json::from_str::<Value>(&text) {
+        return vec![v];
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
 }
