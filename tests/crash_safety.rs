@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::server::{cli_json, copy_dir, Served, BIN};
+use common::copy_dir;
+use common::server::{cli_json, Served, BIN};
 use serde_json::{json, Value};
 
 const EU_IBAN: &str = "contains an EU IBAN";

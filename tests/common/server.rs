@@ -71,10 +71,6 @@ pub fn cli_json(args: &[&str], envs: &[(&str, &str)]) -> (Option<i32>, Value) {
     (out.status.code(), json)
 }
 
-/// The one directory copier (tests/crash_safety.rs imports it from here).
-#[allow(unused_imports)] // unused in test binaries other than crash_safety
-pub use super::copy_dir;
-
 /// Whether tests that search over `govcat serve` may run (the model and a snapshot in
 /// `index/`); says why when they may not, and fails under `CI=true`.
 pub fn retrieval_available(test: &str) -> bool {
