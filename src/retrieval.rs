@@ -167,10 +167,17 @@ pub fn candidates(
         Mode::Dense => Ok((Vec::new(), dense()?)),
         // The two sides are independent: the lexical search runs on a second thread while
         // this one embeds the query and searches the dense index.
+        // When no thread can be had (a process limit), the sides run one after the other.
         Mode::Hybrid => std::thread::scope(|s| {
-            let lexical = s.spawn(lexical);
+            let lexical = &lexical;
+            let Ok(side) = std::thread::Builder::new()
+                .name("govcat-lexical".into())
+                .spawn_scoped(s, lexical)
+            else {
+                return Ok((lexical()?, dense()?));
+            };
             let dense = dense();
-            let lexical = lexical
+            let lexical = side
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             Ok((lexical?, dense?))
