@@ -343,17 +343,6 @@ struct Client {
     next_id: u64,
 }
 
-fn rpc_messages(body: &[u8]) -> Vec<Value> {
-    let text = String::from_utf8_lossy(body);
-    if let Ok(v) = serde_json::from_str::<Value>(&text) {
-        return vec![v];
-    }
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str(d.trim()).ok())
-        .collect()
-}
-
 fn io_failure(e: std::io::Error) -> Failure {
     Failure {
         kind: format!("I/O {:?}", e.kind()),
@@ -487,7 +476,8 @@ impl Client {
                         server_error: r.status >= 500,
                     });
                 }
-                let answer = rpc_messages(&r.body)
+                let answer = r
+                    .rpc_messages()
                     .into_iter()
                     .find(|m| m["id"] == json!(id))
                     .ok_or_else(|| Failure {

@@ -16,7 +16,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use client::{request, Response};
-use common::server::{rpc_messages, Served, MCP_HEADERS, MCP_PROTOCOL};
+use common::server::{Served, MCP_HEADERS, MCP_PROTOCOL};
 use common::{call_err, call_ok};
 use govcat::limits::{MAX_BODY_BYTES, MAX_DESCRIPTION_CHARS, MAX_DOMAINS, MAX_LIMIT};
 use govcat::tools::{self, Caller, Context};
@@ -301,7 +301,7 @@ fn mcp_tool(addr: SocketAddr, session: &str, id: u64, tool: &str, args: &Value) 
                       "params": {"name": tool, "arguments": args}});
     let resp = post(addr, "/mcp", &headers, body.to_string().as_bytes());
     assert_eq!(resp.status, 200, "{tool}: {}", resp.text());
-    rpc_messages(&resp.body)
+    resp.rpc_messages()
         .into_iter()
         .find(|m| m["id"] == json!(id))
         .unwrap_or_else(|| panic!("no answer with id {id} in {}", resp.text()))["result"]
@@ -387,7 +387,7 @@ fn a_body_of_one_mebibyte_is_read_and_one_byte_more_is_413() {
     );
     assert_eq!(at.status, 200, "{}", at.text());
     assert_eq!(
-        rpc_messages(&at.body)[0]["result"]["serverInfo"]["name"],
+        at.rpc_messages()[0]["result"]["serverInfo"]["name"],
         json!("govcat")
     );
     let over = post(

@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
 use client::{request, Response};
-use common::server::{retrieval_available, rpc_messages, Served, BIN, MCP_HEADERS, MCP_PROTOCOL};
+use common::server::{retrieval_available, Served, BIN, MCP_HEADERS, MCP_PROTOCOL};
 use common::{model_dir, patched, sign_jwt};
 use jsonwebtoken::{Algorithm, EncodingKey};
 
@@ -261,7 +261,7 @@ impl<'a> McpSession<'a> {
     fn call(&mut self, method: &str, params: Value) -> Value {
         let (id, resp) = self.request(method, params);
         assert_eq!(resp.status, 200, "{method}: {}", resp.text());
-        rpc_messages(&resp.body)
+        resp.rpc_messages()
             .into_iter()
             .find(|m| m["id"] == json!(id))
             .unwrap_or_else(|| panic!("{method}: no answer with id {id} in {}", resp.text()))

@@ -99,15 +99,3 @@ pub const MCP_HEADERS: &[(&str, &str)] = &[
     ("Content-Type", "application/json"),
     ("Accept", "application/json, text/event-stream"),
 ];
-
-/// The JSON-RPC messages of an MCP answer: a JSON body or the `data:` lines of SSE.
-pub fn rpc_messages(body: &[u8]) -> Vec<Value> {
-    let text = String::from_utf8_lossy(body);
-    if let Ok(v) = serde_json::from_str::<Value>(&text) {
-        return vec![v];
-    }
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str(d.trim()).ok())
-        .collect()
-}

@@ -28,6 +28,19 @@ impl Response {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
+    /// The JSON-RPC messages of an MCP answer: a JSON body or the `data:` lines of SSE.
+    #[allow(dead_code)]
+    pub fn rpc_messages(&self) -> Vec<serde_json::Value> {
+        let text = self.text();
+        if let Ok(v) = serde_json::from_str(&text) {
+            return vec![v];
+        }
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect()
+    }
+
     /// The body as JSON; panics with the body text when it is not JSON (tests only).
     #[allow(dead_code)]
     pub fn json(&self) -> serde_json::Value {
