@@ -166,8 +166,8 @@ pub fn candidates(
         Mode::Bm25 => Ok((lexical()?, Vec::new())),
         Mode::Dense => Ok((Vec::new(), dense()?)),
         // The two sides are independent: the lexical search runs on a second thread while
-        // this one embeds the query and searches the dense index.
-        // When no thread can be had (a process limit), the sides run one after the other.
+        // this one embeds the query and searches the dense index. When no thread can be had
+        // (a process limit), the sides run one after the other.
         Mode::Hybrid => std::thread::scope(|s| {
             let lexical = &lexical;
             let Ok(side) = std::thread::Builder::new()

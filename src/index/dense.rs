@@ -17,8 +17,8 @@ use super::IndexError;
 
 /// Up to this many documents the exact scan serves queries; above it, HNSW. Release scale
 /// bench of 2026-11-30 with the vectorised [`dot`]: at 10k documents the exact scan takes
-/// 0.9 ms p50 against HNSW's 1.3 ms, at 100k 6.4 ms against 1.7 ms; the scan grows linearly,
-/// so they cross near 20k.
+/// 0.76 ms p50 against HNSW's 1.22 ms, at 100k 7.1 ms against 1.8 ms; the scan grows
+/// linearly, so they cross near 20k.
 pub const EXACT_MAX_DOCS: usize = 20_000;
 /// Below this share of allowed documents a filtered query scans exactly (HNSW's filtered
 /// search loses recall when most of the graph is filtered out).

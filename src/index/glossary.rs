@@ -4,8 +4,8 @@
 //! words (`Kündigungswahrscheinlichkeit` → `kündigung` + `wahrscheinlichkeit`), dropping a
 //! linking `s`/`n`/`es`/`en`; a case or plural ending on the last part is dropped too
 //! (`Versicherungsscheins`). A long compound that does not split wholly still gives its known
-//! first and last parts (`Gehaltsnachabrechnung` → `gehalt` … `abrechnung`). The expansion is echoed with every search (rule 11); it never
-//! replaces the caller's words.
+//! first and last parts (`Gehaltsnachabrechnung` → `gehalt` … `abrechnung`). The expansion is
+//! echoed with every search (rule 11); it never replaces the caller's words.
 
 use std::collections::HashMap;
 use std::path::Path;
