@@ -525,6 +525,97 @@ fn watch_swaps_in_a_rebuilt_snapshot_while_requests_keep_succeeding() {
     assert_ne!(snapshot["id"], first["id"]);
 }
 
+/// A value governance adds to the ontology under `--watch` is served by every tool after the
+/// rebuild, not only by the snapshot: `resolve_lf_tag` refuses it before and accepts it after,
+/// `find_precedents` finds it, and `/readyz` names the new ontology version.
+#[test]
+fn watch_serves_an_added_ontology_value_in_every_tool() {
+    if !retrieval_available("watch_serves_an_added_ontology_value_in_every_tool") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (catalog, ontology, index) = (
+        tmp.path().join("catalog"),
+        tmp.path().join("lf-tags.json"),
+        tmp.path().join("index"),
+    );
+    copy_dir(&Path::new(REPO).join("fixtures/catalog"), &catalog);
+    std::fs::copy(Path::new(REPO).join("ontology/lf-tags.json"), &ontology).unwrap();
+    copy_dir(&Path::new(REPO).join("index"), &index);
+    let server = Server::start(
+        &[
+            "--catalog",
+            catalog.to_str().unwrap(),
+            "--ontology",
+            ontology.to_str().unwrap(),
+            "--index",
+            index.to_str().unwrap(),
+            "--watch",
+        ],
+        &[],
+    );
+    let uk_tags = json!({"tags": {"sensitivity": "high", "residency": "uk", "subject_type": "customer", "retention": "1y", "lawful_basis": "consent"}});
+    let before = server.call("resolve_lf_tag", uk_tags.clone());
+    assert_eq!(
+        (before.status, before.json()["error"].clone()),
+        (400, json!("UnknownTagValue"))
+    );
+
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&ontology).unwrap()).unwrap();
+    doc["version"] = json!("2026-11-30.1");
+    let residency = doc["keys"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|k| k["key"] == "residency")
+        .expect("residency key");
+    residency["values"].as_array_mut().unwrap().push(json!({
+        "value": "uk",
+        "description": "Stored only in United Kingdom regions.",
+        "implies": "Replication outside the United Kingdom needs approval."
+    }));
+    std::fs::write(&ontology, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let ready = loop {
+        let ready = server.get("/readyz").json();
+        if ready["snapshot"]["swaps"] == json!(2) || Instant::now() > deadline {
+            break ready;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        (
+            ready["snapshot"]["swaps"].clone(),
+            ready["context"]["ontology_version"].clone()
+        ),
+        (json!(2), json!("2026-11-30.1")),
+        "no swap to the new ontology within 120 s: {ready}"
+    );
+    let after = server.call("resolve_lf_tag", uk_tags);
+    assert_eq!(
+        (after.status, after.json()),
+        (
+            200,
+            json!({
+                "resolved": {"sensitivity": "high", "residency": "uk", "subject_type": "customer", "retention": "1y", "lawful_basis": "consent"},
+                "ontology_version": "2026-11-30.1",
+                "ttlMs": 30000,
+                "cacheScope": "public"
+            })
+        )
+    );
+    let found = server.call(
+        "find_precedents",
+        json!({"description": "stored only in United Kingdom regions", "kinds": ["ontology_value"], "limit": 1}),
+    );
+    assert_eq!(found.status, 200, "{}", found.text());
+    assert_eq!(
+        found.json()["entries"][0]["id"],
+        json!("ontology:residency=uk")
+    );
+}
+
 /// Rule 8 with a scheduled rebuild: `--refresh` bounds `ttlMs` of retrieval answers by the
 /// time left until the next rebuild (capped), and `/readyz` names the cadence; without a
 /// cadence the answer carries the floor.

@@ -1,6 +1,6 @@
 //! Live snapshots: watch the ontology and catalog files (notify), debounce bursts of changes,
-//! rebuild, and swap the new snapshot in. A failed rebuild keeps the old snapshot serving and
-//! is recorded in the handle's status (logs, metrics and `/readyz` read it from there).
+//! and run the rebuild (the server's `rebuilder` swaps the new snapshot, ontology and source
+//! in, or records why it could not).
 
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -8,23 +8,16 @@ use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
 
-use super::{Snapshot, SnapshotHandle};
-
 /// Keeps the watcher alive; dropping it stops watching.
 pub struct WatchGuard {
     _watcher: notify::RecommendedWatcher,
 }
 
 /// Starts watching `paths`. After changes settle for `debounce`, `rebuild` runs on a
-/// background thread and its snapshot is swapped into `handle`.
-pub fn spawn<F>(
-    paths: &[PathBuf],
-    debounce: Duration,
-    handle: SnapshotHandle,
-    rebuild: F,
-) -> Result<WatchGuard, String>
+/// background thread.
+pub fn spawn<F>(paths: &[PathBuf], debounce: Duration, rebuild: F) -> Result<WatchGuard, String>
 where
-    F: Fn() -> Result<Snapshot, String> + Send + 'static,
+    F: Fn() + Send + 'static,
 {
     let (tx, rx) = mpsc::channel::<()>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -51,17 +44,7 @@ where
             while rx.recv().is_ok() {
                 // Debounce: wait until no event arrived for `debounce`.
                 while rx.recv_timeout(debounce).is_ok() {}
-                match rebuild() {
-                    Ok(snapshot) => {
-                        tracing::info!(snapshot = %snapshot.manifest.id, "rebuilt snapshot after a source change; swapped in");
-                        handle.record_rebuild_ok();
-                        handle.swap(snapshot);
-                    }
-                    Err(e) => {
-                        tracing::error!(error = %e, "snapshot rebuild failed; the previous snapshot keeps serving");
-                        handle.record_failure(&e);
-                    }
-                }
+                rebuild();
             }
         })
         .map_err(|e| format!("cannot start the rebuild thread: {e}"))?;

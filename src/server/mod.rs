@@ -22,6 +22,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
@@ -191,7 +193,7 @@ impl ServerError {
 
 /// Everything a request handler needs; one per server, shared as `Arc<AppState>`.
 pub struct AppState {
-    context: Arc<Context>,
+    context: SharedContext,
     /// Why retrieval (the model and the snapshot) is not part of the context, if it is not.
     pub retrieval_unavailable: Option<String>,
     /// The caller of a request that carries no [`Caller`] extension (set by the auth mode).
@@ -218,7 +220,7 @@ impl AppState {
         audit: AuditSink,
     ) -> AppState {
         AppState {
-            context: Arc::new(context),
+            context: Arc::new(ArcSwap::from_pointee(context)),
             retrieval_unavailable: None,
             fallback_caller,
             hosts,
@@ -241,7 +243,7 @@ impl AppState {
     /// Turns on token validation; the metadata lists one read scope per catalog domain.
     pub fn with_auth(mut self, authenticator: Arc<Authenticator>) -> Result<AppState, ToolError> {
         let domains: Vec<crate::catalog::Domain> = self
-            .context
+            .context()
             .source
             .list_domains(&Caller::local())?
             .into_iter()
@@ -296,15 +298,21 @@ impl AppState {
 
     /// The id of the snapshot being served, if any.
     pub fn served_snapshot(&self) -> Option<String> {
-        self.context
+        self.context()
             .snapshots
             .as_ref()
             .and_then(|h| h.status().snapshot_id)
     }
 
-    /// The shared context. Snapshots swap inside it (`Context::snapshots`); a request keeps
-    /// the snapshot `Arc` it took, so a swap never changes data under a request in flight.
+    /// The context a request runs on. A rebuild swaps in a new one (a new ontology and source)
+    /// and snapshots swap inside it (`Context::snapshots`); a request keeps the `Arc`s it
+    /// took, so a swap never changes data under a request in flight.
     pub fn context(&self) -> Arc<Context> {
+        self.context.load_full()
+    }
+
+    /// The cell `--watch` and `--refresh` swap a rebuilt context into.
+    pub fn shared_context(&self) -> SharedContext {
         self.context.clone()
     }
 
@@ -677,6 +685,9 @@ pub fn serving_context(cli: &Cli) -> Result<(AppContext, Option<String>), ToolEr
     ))
 }
 
+/// The context requests run on, swapped whole when a rebuild reads a new ontology or source.
+pub type SharedContext = Arc<ArcSwap<Context>>;
+
 /// A built context and the embedder it uses (for `--watch` rebuilds).
 pub struct AppContext {
     pub ctx: Context,
@@ -686,13 +697,22 @@ pub struct AppContext {
 /// Quiet time after the last file change before `--watch` rebuilds.
 pub const WATCH_DEBOUNCE: Duration = Duration::from_millis(500);
 
-/// Rebuilds the snapshot from a fresh read of the ontology and the source, and loads it.
+/// Rebuilds the snapshot from a fresh read of the ontology and the source, and serves both:
+/// the fresh ontology and source go into the shared context, then the snapshot is swapped
+/// in. Every tool then answers from the same ontology the snapshot was built from, so a value
+/// governance just added is both found by `find_precedents` and accepted by `resolve_lf_tag`.
+/// (Between the two swaps a request can meet the new ontology with the old snapshot, whose
+/// values the new ontology still holds unless one was removed.) A failed rebuild keeps the
+/// previous context and snapshot serving and is recorded (logs, /metrics, /readyz).
 fn rebuilder(
     cli: &Cli,
     embedder: Arc<dyn Embedder>,
-) -> impl Fn() -> Result<index::Snapshot, String> + Send + 'static {
+    shared: SharedContext,
+    handle: SnapshotHandle,
+    trigger: &'static str,
+) -> impl Fn() + Send + 'static {
     let cli = cli.clone();
-    move || -> Result<index::Snapshot, String> {
+    let rebuild = move || -> Result<(index::Snapshot, Context), String> {
         let fresh = cli::context(&cli).map_err(|e| e.message)?;
         index::build_unattended(
             &cli.index,
@@ -701,63 +721,65 @@ fn rebuilder(
             embedder.as_ref(),
         )
         .map_err(|e| e.to_string())?;
-        index::load_current(&cli.index, embedder.as_ref()).map_err(|e| e.to_string())
+        let snapshot =
+            index::load_current(&cli.index, embedder.as_ref()).map_err(|e| e.to_string())?;
+        Ok((snapshot, fresh))
+    };
+    move || match rebuild() {
+        Ok((snapshot, fresh)) => {
+            tracing::info!(snapshot = %snapshot.manifest.id, ontology_version = %fresh.ontology.version, trigger, "rebuilt snapshot swapped in");
+            shared.store(Arc::new(shared.load().with_catalog_of(fresh)));
+            handle.record_rebuild_ok();
+            handle.swap(snapshot);
+        }
+        Err(e) => {
+            tracing::error!(error = %e, trigger, "snapshot rebuild failed; the previous snapshot keeps serving");
+            handle.record_failure(&e);
+        }
     }
 }
 
-/// Starts `--refresh`: rebuilds the snapshot every `every` and swaps it in; a failed rebuild
-/// keeps the previous snapshot serving and is recorded (logs, /metrics, /readyz).
-fn start_refresh(cli: &Cli, app: &AppContext, every: Duration) -> Result<(), ServerError> {
-    let (Some(embedder), Some(handle)) = (app.embedder.clone(), app.ctx.snapshots.clone()) else {
-        return Err(ServerError::runtime(
-            "--refresh",
-            "rebuilding snapshots needs the embedding model and a loaded snapshot",
-            "run scripts/fetch-model.sh and `govcat index`, or serve without --refresh",
-        ));
-    };
-    let rebuild = rebuilder(cli, embedder);
+/// The embedder and snapshot handle a rebuild needs, or what `flag` lacks.
+fn rebuild_parts(
+    state: &AppState,
+    flag: &'static str,
+) -> Result<(Arc<dyn Embedder>, SnapshotHandle), ServerError> {
+    let ctx = state.context();
+    match (ctx.embedder.clone(), ctx.snapshots.clone()) {
+        (Some(embedder), Some(handle)) => Ok((embedder, handle)),
+        _ => Err(ServerError::runtime(
+            flag,
+            format!(
+                "rebuilding snapshots needs the embedding model, which did not load ({})",
+                state.retrieval_unavailable.as_deref().unwrap_or("no model")
+            ),
+            &format!("run scripts/fetch-model.sh, or serve without {flag}"),
+        )),
+    }
+}
+
+/// Starts `--refresh`: rebuilds every `every` (see [`rebuilder`]).
+fn start_refresh(cli: &Cli, state: &AppState, every: Duration) -> Result<(), ServerError> {
+    let (embedder, handle) = rebuild_parts(state, "--refresh")?;
+    let rebuild = rebuilder(cli, embedder, state.shared_context(), handle, "schedule");
     std::thread::Builder::new()
         .name("govcat-refresh".into())
         .spawn(move || loop {
             std::thread::sleep(every);
-            match rebuild() {
-                Ok(snapshot) => {
-                    tracing::info!(snapshot = %snapshot.manifest.id, "scheduled rebuild swapped in");
-                    handle.record_rebuild_ok();
-                    handle.swap(snapshot);
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "scheduled rebuild failed; the previous snapshot keeps serving");
-                    handle.record_failure(&e);
-                }
-            }
+            rebuild();
         })
         .map(|_| ())
         .map_err(|e| ServerError::runtime("--refresh", e, "restart govcat serve"))
 }
 
-/// Starts `--watch`: rebuilds the snapshot when the ontology or catalog changes and swaps it
-/// into the context's handle (see `index::watch`).
-fn start_watch(
-    cli: &Cli,
-    app: &AppContext,
-    unavailable: Option<&str>,
-) -> Result<index::watch::WatchGuard, ServerError> {
-    let (Some(embedder), Some(handle)) = (app.embedder.clone(), app.ctx.snapshots.clone()) else {
-        return Err(ServerError::runtime(
-            "--watch",
-            format!(
-                "rebuilding snapshots needs the embedding model, which did not load ({})",
-                unavailable.unwrap_or("no model")
-            ),
-            "run scripts/fetch-model.sh, or serve without --watch",
-        ));
-    };
-    let rebuild = rebuilder(cli, embedder);
+/// Starts `--watch`: rebuilds when the ontology or catalog changes (see `index::watch` and
+/// [`rebuilder`]).
+fn start_watch(cli: &Cli, state: &AppState) -> Result<index::watch::WatchGuard, ServerError> {
+    let (embedder, handle) = rebuild_parts(state, "--watch")?;
+    let rebuild = rebuilder(cli, embedder, state.shared_context(), handle, "file change");
     index::watch::spawn(
         &[cli.ontology.clone(), cli.catalog.clone()],
         WATCH_DEBOUNCE,
-        handle,
         rebuild,
     )
     .map_err(|e| {
@@ -842,12 +864,7 @@ pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
         Ok(built) => built,
         Err(e) => return cli::report_error(cli, &e),
     };
-    if let Some(every) = args.refresh {
-        app.ctx.snapshot_refresh_every = Some(every);
-        if let Err(e) = start_refresh(cli, &app, every) {
-            return fail(cli, &e);
-        }
-    }
+    app.ctx.snapshot_refresh_every = args.refresh;
     // The source's own tag vocabulary against the ontology (aws: ListLFTags), read once at
     // start: logged, and shown in /readyz.
     let drift = app.ctx.source.ontology_drift(&Caller::local()).map(|r| match r {
@@ -857,19 +874,24 @@ pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
             json!({"error": e.kind(), "message": e.to_string()})
         }
     });
+    // Under --auth jwt every request carries its own caller; the fallback is never used.
+    let mut state = AppState::new(app.ctx, Caller::local(), hosts, audit)
+        .with_max_concurrent_requests(args.max_concurrent_requests);
+    state.retrieval_unavailable = unavailable;
+    state.ontology_drift = drift;
+    if let Some(every) = args.refresh {
+        if let Err(e) = start_refresh(cli, &state, every) {
+            return fail(cli, &e);
+        }
+    }
     let _watch = if args.watch {
-        match start_watch(cli, &app, unavailable.as_deref()) {
+        match start_watch(cli, &state) {
             Ok(guard) => Some(guard),
             Err(e) => return fail(cli, &e),
         }
     } else {
         None
     };
-    // Under --auth jwt every request carries its own caller; the fallback is never used.
-    let mut state = AppState::new(app.ctx, Caller::local(), hosts, audit)
-        .with_max_concurrent_requests(args.max_concurrent_requests);
-    state.retrieval_unavailable = unavailable;
-    state.ontology_drift = drift;
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(cli, &e),

@@ -94,6 +94,20 @@ impl Context {
         self
     }
 
+    /// This context with `fresh`'s ontology and source and everything else kept: what a
+    /// rebuild after an ontology or catalog change serves from then on.
+    pub fn with_catalog_of(&self, fresh: Context) -> Context {
+        Context {
+            ontology: fresh.ontology,
+            source: fresh.source,
+            clock: self.clock,
+            embedder: self.embedder.clone(),
+            snapshots: self.snapshots.clone(),
+            retrieval: self.retrieval,
+            snapshot_refresh_every: self.snapshot_refresh_every,
+        }
+    }
+
     /// The served snapshot and the embedder, or an error saying what to run.
     pub fn retrieval_parts(&self) -> Result<(Arc<Snapshot>, Arc<dyn Embedder>), ToolError> {
         let embedder = self.embedder.clone().ok_or_else(|| {
