@@ -245,7 +245,7 @@ def scale_section(scale, reference):
             f"HNSW build estimated at {num(s.get('hnsw_build_estimate_min'), 0)} min on 2 cores."
         )
         out.append("")
-    if ref_note:
+    if ref_note and any(ref_date for _, ref_date in rows_in):
         out.append(f"Reference rows: {ref_note} Their backend is the one served when they were "
                    "measured (the crossover was 20k documents then).")
         out.append("")
