@@ -155,7 +155,7 @@ fn to_hex(bytes: &[u8]) -> String {
 }
 
 /// Scales `v` to unit L2 norm in place (a zero vector stays zero).
-fn l2_normalise(v: &mut [f32]) {
+pub(crate) fn l2_normalise(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 1e-12 {
         v.iter_mut().for_each(|x| *x /= norm);

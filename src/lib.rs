@@ -13,7 +13,8 @@
 //!   `aws` source (`catalog::aws`: Glue, Lake Formation, STS; `govcat record`).
 //! - [`embed`]: the `Embedder` trait and the all-MiniLM-L6-v2 backend (candle), plus a small
 //!   deterministic embedder for plumbing tests.
-//! - [`index`]: snapshots — documents (German words also in English, via the glossary), the
+//! - [`index`]: snapshots — documents (German words also in English, via the glossary; a
+//!   column's vector also embeds its table's description), the
 //!   tantivy (BM25, exact column name, trigram) and dense (exact scan or HNSW) indexes, the
 //!   manifest, embedding reuse across rebuilds, atomic publish (unattended rebuilds refuse a
 //!   catalog that shrank), checked load, per-document scope ids, hot swap and the file watcher.

@@ -60,7 +60,7 @@ impl Default for Params {
             fusion: Fusion::Rrf,
             rrf_k: 5.0,
             lexical_weight: 1.0,
-            dense_weight: 1.5,
+            dense_weight: 2.0,
             min_similarity: 0.40,
         }
     }
@@ -241,7 +241,7 @@ pub fn fuse(
         }
     }
     let mut out: Vec<Hit> = hits.into_values().collect();
-    // Order by the score as shown (6 decimals): float noise (1/6 vs 1.5/9) must not beat the
+    // Order by the score as shown (6 decimals): float noise (1/6 vs 2/12) must not beat the
     // id tie-break.
     for h in &mut out {
         h.score = (h.score * 1e6).round() / 1e6;

@@ -117,7 +117,13 @@ fn rebuilding_an_unchanged_catalog_embeds_nothing_and_keeps_every_vector() {
             reused: 0
         }
     );
-    assert_eq!(embedder.take().len(), documents);
+    // One text per document, and a second for each column whose table has a description.
+    let with_table = documents_of(&index_dir, &first)
+        .iter()
+        .filter(|d| d["dense_table_text"].is_string())
+        .count();
+    assert_eq!(with_table, 723, "every demo table has a description");
+    assert_eq!(embedder.take().len(), documents + with_table);
 
     let (second, report) = build(&catalog, &index_dir, &embedder);
     assert_ne!(second.id, first.id, "a new snapshot was published");
@@ -167,9 +173,13 @@ fn a_changed_column_description_re_embeds_exactly_that_column() {
             reused: first.counts.documents - 1
         }
     );
+    // The column's own text and its text with the table's description.
     let embedded = embedder.take();
-    assert_eq!(embedded.len(), 1);
-    assert!(embedded[0].contains("SEPA direct debit"), "{embedded:?}");
+    assert_eq!(embedded.len(), 2);
+    assert!(
+        embedded.iter().all(|t| t.contains("SEPA direct debit")),
+        "{embedded:?}"
+    );
 
     let docs = documents_of(&index_dir, &second);
     let changed = docs
@@ -184,6 +194,69 @@ fn a_changed_column_description_re_embeds_exactly_that_column() {
     for i in 0..docs.len() {
         let same = before[i * row..(i + 1) * row] == after[i * row..(i + 1) * row];
         assert_eq!(same, i != changed, "row {i} ({})", docs[i]["id"]);
+    }
+}
+
+/// A column's vector also embeds its table's description: changing the description re-embeds
+/// exactly that table's columns (the first sentence is what the model sees), and nothing else.
+#[test]
+fn a_changed_table_description_re_embeds_exactly_that_tables_columns() {
+    let Workspace {
+        _work,
+        catalog,
+        index_dir,
+        embedder,
+    } = workspace();
+    let (first, _) = build(&catalog, &index_dir, &embedder);
+    embedder.take();
+
+    let table = catalog.join("domains/policy/tables/customer/get-table.json");
+    let mut get_table: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&table).expect("read")).expect("json");
+    let columns = get_table["Table"]["StorageDescriptor"]["Columns"]
+        .as_array()
+        .expect("columns")
+        .len();
+    get_table["Table"]["Description"] =
+        "Policyholders of the motor and household lines. Loaded nightly.".into();
+    std::fs::write(&table, serde_json::to_vec_pretty(&get_table).expect("json")).expect("write");
+
+    let (second, report) = build(&catalog, &index_dir, &embedder);
+    assert_eq!(
+        report,
+        EmbedReport {
+            embedded: columns,
+            reused: first.counts.documents - columns
+        }
+    );
+    let embedded = embedder.take();
+    assert_eq!(embedded.len(), 2 * columns);
+    assert_eq!(
+        embedded
+            .iter()
+            .filter(|t| t.contains("Policyholders of the motor and household lines."))
+            .count(),
+        columns,
+        "{embedded:?}"
+    );
+    assert!(
+        !embedded.iter().any(|t| t.contains("Loaded nightly")),
+        "only the first sentence is embedded: {embedded:?}"
+    );
+    let docs = documents_of(&index_dir, &second);
+    let changed: Vec<bool> = docs
+        .iter()
+        .map(|d| d["table"] == "customer" && d["domain"] == "policy")
+        .collect();
+    assert_eq!(changed.iter().filter(|c| **c).count(), columns);
+    let (before, after) = (
+        vectors_of(&index_dir, &first),
+        vectors_of(&index_dir, &second),
+    );
+    let row = 64 * 4;
+    for i in 0..docs.len() {
+        let same = before[i * row..(i + 1) * row] == after[i * row..(i + 1) * row];
+        assert_eq!(same, !changed[i], "row {i} ({})", docs[i]["id"]);
     }
 }
 

@@ -55,6 +55,11 @@ pub struct Document {
     pub context_text: String,
     /// Text the embedding model sees.
     pub dense_text: String,
+    /// Column documents whose table has a description: `dense_text` with the table's first
+    /// sentence as context. The document's vector is the normalised mean of both embeddings
+    /// (see `index::embedded_texts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dense_table_text: Option<String>,
 }
 
 /// Ontology value documents, in ontology order.
@@ -82,6 +87,7 @@ pub fn ontology_documents(ontology: &Ontology) -> Vec<Document> {
                 lexical_text: text.clone(),
                 context_text: format!("tag ontology {key_words}"),
                 dense_text: format!("{key_words} {}: {} {}", v.value, v.description, v.implies),
+                dense_table_text: None,
             });
         }
     }
@@ -93,6 +99,12 @@ pub fn column_documents(dataset: &Dataset) -> Vec<Document> {
     let domain = &dataset.metadata.domain.0;
     let table = &dataset.metadata.name.0;
     let table_words = split_identifier(table);
+    let table_about = dataset
+        .metadata
+        .description
+        .as_deref()
+        .map(first_sentence)
+        .filter(|s| !s.is_empty());
     dataset
         .columns
         .iter()
@@ -114,7 +126,44 @@ pub fn column_documents(dataset: &Dataset) -> Vec<Document> {
                 lexical_text: format!("{name_words} {description}"),
                 context_text: format!("{table_words} {domain}"),
                 dense_text: format!("{name_words}: {description} (table {table_words}, {domain})"),
+                dense_table_text: table_about.map(|about| {
+                    format!("{name_words}: {description} (table {table_words}: {about}; {domain})")
+                }),
             }
         })
         .collect()
+}
+
+/// The first sentence of `text`: up to the first `. ` that a capital letter or digit follows
+/// ("e.g. 'P00412873'" does not end one), trimmed; all of `text` when no sentence ends.
+pub fn first_sentence(text: &str) -> &str {
+    let text = text.trim();
+    let end = text.match_indices(". ").find_map(|(i, _)| {
+        text[i + 2..]
+            .chars()
+            .next()
+            .filter(|c| c.is_uppercase() || c.is_ascii_digit())
+            .map(|_| i + 1)
+    });
+    end.map_or(text, |e| &text[..e])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_sentence;
+
+    #[test]
+    fn first_sentence_ends_at_a_full_stop_before_a_capital_not_at_an_abbreviation() {
+        assert_eq!(
+            first_sentence(" One row per policyholder, e.g. a private customer. Corporates have no birth date."),
+            "One row per policyholder, e.g. a private customer."
+        );
+        assert_eq!(
+            first_sentence("Daily snapshot. 2026 onwards."),
+            "Daily snapshot."
+        );
+        assert_eq!(first_sentence("No full stop here"), "No full stop here");
+        assert_eq!(first_sentence("Ends with one."), "Ends with one.");
+        assert_eq!(first_sentence("   "), "");
+    }
 }

@@ -113,7 +113,8 @@ pub struct Counts {
 
 /// Version of the snapshot layout; a snapshot of another version is refused at load.
 /// 6: the HNSW graph is dumped with govcat's own `CosineDistance`.
-pub const FORMAT_VERSION: u32 = 6;
+/// 7: a column's vector also embeds its table's description (`Document::dense_table_text`).
+pub const FORMAT_VERSION: u32 = 7;
 
 /// `manifest.json`: what a snapshot is and how to check it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -333,7 +334,11 @@ pub fn collect_documents(
     for d in docs.iter_mut().filter(|d| d.kind == Kind::Column) {
         let english = glossary.expand(&d.lexical_text);
         if !english.is_empty() {
-            d.dense_text = format!("{} ({})", d.dense_text, english.join(" "));
+            let english = english.join(" ");
+            d.dense_text = format!("{} ({english})", d.dense_text);
+            if let Some(t) = &mut d.dense_table_text {
+                *t = format!("{t} ({english})");
+            }
         }
     }
     let counts = Counts {
@@ -350,26 +355,82 @@ pub fn collect_documents(
 /// Documents per `embed_batch` call while building a snapshot.
 const EMBED_BATCH: usize = 64;
 
+/// The texts the model embeds for a document: `dense_text`, and `dense_table_text` when the
+/// column's table has a description. A column means what its table makes it mean ("status" of
+/// a claim, "amount" of a payout), but a table's description also pulls every column of the
+/// table towards it; the mean of both embeddings keeps the column's own meaning and adds its
+/// table's. Measured with the quality bench (held-out queries): dense R@5 0.792 -> 0.823 and
+/// nDCG@10 0.700 -> 0.726; hybrid at the same fusion R@5 0.857 -> 0.878, nDCG@10 0.788 -> 0.795.
+/// The table text alone gave hybrid R@5 0.882 but lost MRR and put
+/// `customer.country_reference.iban_length` first for "contains an EU IBAN".
+pub fn embedded_texts(d: &Document) -> impl Iterator<Item = &str> {
+    std::iter::once(d.dense_text.as_str()).chain(d.dense_table_text.as_deref())
+}
+
+/// The text a document's vector is keyed by for reuse: all its embedded texts.
+fn vector_key_text(dense_text: &str, dense_table_text: Option<&str>) -> String {
+    match dense_table_text {
+        None => dense_text.to_string(),
+        Some(t) => format!("{dense_text}\n\u{1f}{t}"),
+    }
+}
+
 /// Embeds documents in batches, reporting progress.
 pub fn embed_documents(
     embedder: &dyn Embedder,
     docs: &[Document],
     progress: &dyn Progress,
 ) -> Result<Vectors, IndexError> {
+    let all: Vec<usize> = (0..docs.len()).collect();
+    let mut data = vec![0f32; docs.len() * embedder.dimension()];
     progress.start(docs.len() as u64);
-    let mut data = Vec::with_capacity(docs.len() * embedder.dimension());
-    for chunk in docs.chunks(EMBED_BATCH) {
-        let texts: Vec<&str> = chunk.iter().map(|d| d.dense_text.as_str()).collect();
-        for v in embedder.embed_batch(&texts)? {
-            data.extend(v);
-        }
-        progress.advance(chunk.len() as u64);
-    }
+    embed_rows(embedder, docs, &all, &mut data, progress)?;
     progress.finish();
     Ok(Vectors {
         dim: embedder.dimension(),
         data,
     })
+}
+
+/// Embeds the documents `which` (indices into `docs`) into their rows of `data`, in batches:
+/// each row is the normalised mean of the document's [`embedded_texts`].
+fn embed_rows(
+    embedder: &dyn Embedder,
+    docs: &[Document],
+    which: &[usize],
+    data: &mut [f32],
+    progress: &dyn Progress,
+) -> Result<(), IndexError> {
+    let dim = embedder.dimension();
+    for chunk in which.chunks(EMBED_BATCH) {
+        let texts: Vec<&str> = chunk
+            .iter()
+            .flat_map(|&i| embedded_texts(&docs[i]))
+            .collect();
+        let embedded = embedder.embed_batch(&texts)?;
+        if embedded.len() != texts.len() || embedded.iter().any(|v| v.len() != dim) {
+            return Err(EmbedError::Inference(format!(
+                "the model returned {} vectors for {} texts",
+                embedded.len(),
+                texts.len()
+            ))
+            .into());
+        }
+        let mut embedded = embedded.into_iter();
+        for &i in chunk {
+            let row = &mut data[i * dim..(i + 1) * dim];
+            row.fill(0.0);
+            let n = embedded_texts(&docs[i]).count();
+            for v in embedded.by_ref().take(n) {
+                row.iter_mut().zip(&v).for_each(|(r, x)| *r += x);
+            }
+            if n > 1 {
+                crate::embed::l2_normalise(row);
+            }
+        }
+        progress.advance(chunk.len() as u64);
+    }
+    Ok(())
 }
 
 fn model_info(embedder: &dyn Embedder) -> ModelInfo {
@@ -631,10 +692,12 @@ struct PreviousEmbeddings {
 impl PreviousEmbeddings {
     /// `Ok(None)` when nothing is published; `Err` says why published vectors are not reusable.
     fn load(index_dir: &Path, model: &ModelInfo) -> Result<Option<PreviousEmbeddings>, String> {
-        /// Only the embedded text of a stored document (other fields may change shape).
+        /// Only the embedded texts of a stored document (other fields may change shape).
         #[derive(Deserialize)]
         struct DenseText {
             dense_text: String,
+            #[serde(default)]
+            dense_table_text: Option<String>,
         }
         if !index_dir.join("CURRENT").exists() {
             return Ok(None);
@@ -672,7 +735,10 @@ impl PreviousEmbeddings {
         let rows = docs
             .iter()
             .enumerate()
-            .map(|(row, d)| (embedding_key(model, &d.dense_text), row))
+            .map(|(row, d)| {
+                let text = vector_key_text(&d.dense_text, d.dense_table_text.as_deref());
+                (embedding_key(model, &text), row)
+            })
             .collect();
         Ok(Some(PreviousEmbeddings {
             vectors,
@@ -681,9 +747,10 @@ impl PreviousEmbeddings {
         }))
     }
 
-    fn get(&self, text: &str) -> Option<&[f32]> {
+    fn get(&self, d: &Document) -> Option<&[f32]> {
+        let text = vector_key_text(&d.dense_text, d.dense_table_text.as_deref());
         self.rows
-            .get(&embedding_key(&self.model, text))
+            .get(&embedding_key(&self.model, &text))
             .map(|&row| self.vectors.row(row))
     }
 }
@@ -708,7 +775,7 @@ fn embed_documents_reusing(
     let mut data = vec![0f32; docs.len() * dim];
     let mut missing = Vec::new();
     for (i, d) in docs.iter().enumerate() {
-        match previous.get(&d.dense_text) {
+        match previous.get(d) {
             Some(v) => data[i * dim..(i + 1) * dim].copy_from_slice(v),
             None => missing.push(i),
         }
@@ -719,22 +786,7 @@ fn embed_documents_reusing(
     };
     progress.start(docs.len() as u64);
     progress.advance(report.reused as u64);
-    for chunk in missing.chunks(EMBED_BATCH) {
-        let texts: Vec<&str> = chunk.iter().map(|&i| docs[i].dense_text.as_str()).collect();
-        let embedded = embedder.embed_batch(&texts)?;
-        if embedded.len() != chunk.len() || embedded.iter().any(|v| v.len() != dim) {
-            return Err(EmbedError::Inference(format!(
-                "the model returned {} vectors for {} texts",
-                embedded.len(),
-                chunk.len()
-            ))
-            .into());
-        }
-        for (&i, v) in chunk.iter().zip(embedded) {
-            data[i * dim..(i + 1) * dim].copy_from_slice(&v);
-        }
-        progress.advance(chunk.len() as u64);
-    }
+    embed_rows(embedder, docs, &missing, &mut data, progress)?;
     progress.finish();
     Ok((Vectors { dim, data }, report))
 }
@@ -998,6 +1050,7 @@ mod tests {
             lexical_text: String::new(),
             context_text: String::new(),
             dense_text: String::new(),
+            dense_table_text: None,
         }
     }
 
