@@ -124,7 +124,7 @@ pub fn column_documents(dataset: &Dataset) -> Vec<Document> {
                 lf_tags: Some(c.lf_tags.clone()),
                 name_text: name_words.clone(),
                 lexical_text: format!("{name_words} {description}"),
-                context_text: format!("{table_words} {domain}"),
+                context_text: format!("{table_words} {domain} {}", table_about.unwrap_or_default()),
                 dense_text: format!("{name_words}: {description} (table {table_words}, {domain})"),
                 dense_table_text: table_about.map(|about| {
                     format!("{name_words}: {description} (table {table_words}: {about}; {domain})")
