@@ -343,7 +343,8 @@ struct Bar(indicatif::ProgressBar);
 impl crate::index::Progress for Bar {
     fn start(&self, total: u64) {
         self.0.set_length(total);
-        self.0.set_message("embedding columns and ontology values");
+        self.0
+            .set_message("embedding texts of columns and ontology values");
     }
     fn advance(&self, n: u64) {
         self.0.inc(n);
