@@ -217,21 +217,7 @@ fn watch_keeps_serving_the_previous_snapshot_when_a_rebuild_fails() {
     let Some((index, previous)) = good_index(tmp.path()) else {
         return;
     };
-    let (catalog, ontology) = (tmp.path().join("catalog"), tmp.path().join("lf-tags.json"));
-    copy_dir(&common::catalog_dir(), &catalog);
-    std::fs::copy(common::repo().join("ontology/lf-tags.json"), &ontology).unwrap();
-    let server = Served::start(
-        &[
-            "--catalog",
-            catalog.to_str().unwrap(),
-            "--ontology",
-            ontology.to_str().unwrap(),
-            "--index",
-            index.to_str().unwrap(),
-            "--watch",
-        ],
-        &[],
-    );
+    let (server, ontology) = common::watching_copies(tmp.path(), &index);
     let readyz = || {
         let resp = client::request(server.addr, "GET", "/readyz", &[], None).expect("readyz");
         (resp.status, resp.json()["snapshot"].clone())

@@ -15,8 +15,8 @@ use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use client::{request, Response};
-use common::copy_dir;
 use common::server::{retrieval_available, Served as Server, BIN};
+use common::{copy_dir, watching_copies};
 use serde_json::{json, Value};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
@@ -462,25 +462,10 @@ fn watch_swaps_in_a_rebuilt_snapshot_while_requests_keep_succeeding() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let (catalog, ontology, index) = (
-        tmp.path().join("catalog"),
-        tmp.path().join("lf-tags.json"),
-        tmp.path().join("index"),
-    );
-    copy_dir(&Path::new(REPO).join("fixtures/catalog"), &catalog);
-    std::fs::copy(Path::new(REPO).join("ontology/lf-tags.json"), &ontology).unwrap();
-    let paths = [
-        "--catalog",
-        catalog.to_str().unwrap(),
-        "--ontology",
-        ontology.to_str().unwrap(),
-        "--index",
-        index.to_str().unwrap(),
-    ];
     // Start from the repository's snapshot (built from the same files): one rebuild, not two.
+    let index = tmp.path().join("index");
     copy_dir(&Path::new(REPO).join("index"), &index);
-
-    let server = Server::start(&[paths.as_slice(), &["--watch"]].concat(), &[]);
+    let (server, ontology) = watching_copies(tmp.path(), &index);
     let first = server.get("/readyz").json()["snapshot"].clone();
     assert_eq!(
         (first["loaded"].clone(), first["swaps"].clone()),
@@ -534,26 +519,9 @@ fn watch_serves_an_added_ontology_value_in_every_tool() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let (catalog, ontology, index) = (
-        tmp.path().join("catalog"),
-        tmp.path().join("lf-tags.json"),
-        tmp.path().join("index"),
-    );
-    copy_dir(&Path::new(REPO).join("fixtures/catalog"), &catalog);
-    std::fs::copy(Path::new(REPO).join("ontology/lf-tags.json"), &ontology).unwrap();
+    let index = tmp.path().join("index");
     copy_dir(&Path::new(REPO).join("index"), &index);
-    let server = Server::start(
-        &[
-            "--catalog",
-            catalog.to_str().unwrap(),
-            "--ontology",
-            ontology.to_str().unwrap(),
-            "--index",
-            index.to_str().unwrap(),
-            "--watch",
-        ],
-        &[],
-    );
+    let (server, ontology) = watching_copies(tmp.path(), &index);
     let uk_tags = json!({"tags": {"sensitivity": "high", "residency": "uk", "subject_type": "customer", "retention": "1y", "lawful_basis": "consent"}});
     let before = server.call("resolve_lf_tag", uk_tags.clone());
     assert_eq!(

@@ -152,18 +152,15 @@ fn a_changed_column_description_re_embeds_exactly_that_column() {
     let (first, _) = build(&catalog, &index_dir, &embedder);
     embedder.take();
 
-    let table = catalog.join("domains/policy/tables/customer/get-table.json");
-    let mut get_table: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&table).expect("read")).expect("json");
-    let columns = get_table["Table"]["StorageDescriptor"]["Columns"]
-        .as_array_mut()
-        .expect("columns");
-    let iban = columns
-        .iter_mut()
-        .find(|c| c["Name"] == "iban")
-        .expect("policy.customer.iban");
-    iban["Comment"] = "IBAN of the policyholder's premium account (SEPA direct debit).".into();
-    std::fs::write(&table, serde_json::to_vec_pretty(&get_table).expect("json")).expect("write");
+    edit_policy_customer(&catalog, |table| {
+        let iban = table["StorageDescriptor"]["Columns"]
+            .as_array_mut()
+            .expect("columns")
+            .iter_mut()
+            .find(|c| c["Name"] == "iban")
+            .expect("policy.customer.iban");
+        iban["Comment"] = "IBAN of the policyholder's premium account (SEPA direct debit).".into();
+    });
 
     let (second, report) = build(&catalog, &index_dir, &embedder);
     assert_eq!(
@@ -181,20 +178,9 @@ fn a_changed_column_description_re_embeds_exactly_that_column() {
         "{embedded:?}"
     );
 
-    let docs = documents_of(&index_dir, &second);
-    let changed = docs
-        .iter()
-        .position(|d| d["id"] == "column:policy.customer.iban")
-        .expect("iban document");
-    let (before, after) = (
-        vectors_of(&index_dir, &first),
-        vectors_of(&index_dir, &second),
-    );
-    let row = 64 * 4;
-    for i in 0..docs.len() {
-        let same = before[i * row..(i + 1) * row] == after[i * row..(i + 1) * row];
-        assert_eq!(same, i != changed, "row {i} ({})", docs[i]["id"]);
-    }
+    assert_vectors_changed_exactly(&index_dir, &first, &second, |d| {
+        d["id"] == "column:policy.customer.iban"
+    });
 }
 
 /// A column's vector also embeds its table's description: changing the description re-embeds
@@ -210,16 +196,15 @@ fn a_changed_table_description_re_embeds_exactly_that_tables_columns() {
     let (first, _) = build(&catalog, &index_dir, &embedder);
     embedder.take();
 
-    let table = catalog.join("domains/policy/tables/customer/get-table.json");
-    let mut get_table: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&table).expect("read")).expect("json");
-    let columns = get_table["Table"]["StorageDescriptor"]["Columns"]
-        .as_array()
-        .expect("columns")
-        .len();
-    get_table["Table"]["Description"] =
-        "Policyholders of the motor and household lines. Loaded nightly.".into();
-    std::fs::write(&table, serde_json::to_vec_pretty(&get_table).expect("json")).expect("write");
+    let mut columns = 0;
+    edit_policy_customer(&catalog, |table| {
+        columns = table["StorageDescriptor"]["Columns"]
+            .as_array()
+            .expect("columns")
+            .len();
+        table["Description"] =
+            "Policyholders of the motor and household lines. Loaded nightly.".into();
+    });
 
     let (second, report) = build(&catalog, &index_dir, &embedder);
     assert_eq!(
@@ -243,21 +228,37 @@ fn a_changed_table_description_re_embeds_exactly_that_tables_columns() {
         !embedded.iter().any(|t| t.contains("Loaded nightly")),
         "only the first sentence is embedded: {embedded:?}"
     );
-    let docs = documents_of(&index_dir, &second);
-    let changed: Vec<bool> = docs
-        .iter()
-        .map(|d| d["table"] == "customer" && d["domain"] == "policy")
-        .collect();
-    assert_eq!(changed.iter().filter(|c| **c).count(), columns);
-    let (before, after) = (
-        vectors_of(&index_dir, &first),
-        vectors_of(&index_dir, &second),
-    );
+    let changed = assert_vectors_changed_exactly(&index_dir, &first, &second, |d| {
+        d["table"] == "customer" && d["domain"] == "policy"
+    });
+    assert_eq!(changed, columns);
+}
+
+/// Rewrites the recorded Glue table `policy.customer` through `edit` (given its `Table`).
+fn edit_policy_customer(catalog: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = catalog.join("domains/policy/tables/customer/get-table.json");
+    let mut get_table: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+    edit(&mut get_table["Table"]);
+    std::fs::write(&path, serde_json::to_vec_pretty(&get_table).expect("json")).expect("write");
+}
+
+/// Asserts that between the snapshots `first` and `second` exactly the vectors of the
+/// documents `changed` picks differ; returns how many those are.
+fn assert_vectors_changed_exactly(
+    index_dir: &Path,
+    first: &Manifest,
+    second: &Manifest,
+    changed: impl Fn(&serde_json::Value) -> bool,
+) -> usize {
+    let docs = documents_of(index_dir, second);
+    let (before, after) = (vectors_of(index_dir, first), vectors_of(index_dir, second));
     let row = 64 * 4;
-    for i in 0..docs.len() {
+    for (i, d) in docs.iter().enumerate() {
         let same = before[i * row..(i + 1) * row] == after[i * row..(i + 1) * row];
-        assert_eq!(same, !changed[i], "row {i} ({})", docs[i]["id"]);
+        assert_eq!(same, !changed(d), "row {i} ({})", d["id"]);
     }
+    docs.iter().filter(|d| changed(d)).count()
 }
 
 fn current(index_dir: &Path) -> String {

@@ -268,6 +268,27 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A server watching its own copies of the demo catalog and ontology, serving `index`:
+/// `--catalog DIR --ontology FILE --index DIR --watch` under `dir`, and the ontology's path.
+pub fn watching_copies(dir: &Path, index: &Path) -> (server::Served, PathBuf) {
+    let (catalog, ontology) = (dir.join("catalog"), dir.join("lf-tags.json"));
+    copy_dir(&catalog_dir(), &catalog);
+    std::fs::copy(repo().join("ontology/lf-tags.json"), &ontology)
+        .unwrap_or_else(|e| panic!("{}: {e}", ontology.display()));
+    let arg = |p: &Path| p.to_str().expect("utf-8 temp path").to_string();
+    let args = [
+        "--catalog".to_string(),
+        arg(&catalog),
+        "--ontology".to_string(),
+        arg(&ontology),
+        "--index".to_string(),
+        arg(index),
+        "--watch".to_string(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    (server::Served::start(&args, &[]), ontology)
+}
+
 /// JWT claims `base` with `patch` applied: a `null` in `patch` removes the claim.
 pub fn patched(mut base: Value, patch: &Value) -> Value {
     if let (Some(claims), Some(patch)) = (base.as_object_mut(), patch.as_object()) {
