@@ -5,6 +5,9 @@
 //! hangs). Outside CI a missing `.venv` skips these tests with a message; under `CI=true` it
 //! fails them. Set up the venv with `scripts/setup-python.sh`.
 
+#[path = "server_http/client.rs"]
+mod client;
+mod common;
 #[path = "aws/harness.rs"]
 mod harness;
 
@@ -388,6 +391,100 @@ fn ontology_drift_is_reported_for_the_drifting_account_only() {
     };
     let report = source.ontology_drift(&policy_only).expect("drift report");
     assert_eq!(report.domains, vec![clean("policy", "210000000001")]);
+}
+
+/// `/readyz` compares the account's LF-tags with the ontology being served: after governance
+/// adds the account's extra value to the watched ontology file and the rebuild swaps it in,
+/// the drift report is read again against the new ontology instead of keeping the one of the
+/// start.
+#[test]
+fn readyz_drift_is_read_again_against_the_ontology_a_watch_rebuild_swapped_in() {
+    if !common::server::retrieval_available(
+        "readyz_drift_is_read_again_against_the_ontology_a_watch_rebuild_swapped_in",
+    ) {
+        return;
+    }
+    let Some(moto) = Moto::start() else { return };
+    moto.seed();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let config = write_config(tmp.path(), "");
+    let ontology = tmp.path().join("lf-tags.json");
+    std::fs::copy(harness::repo().join("ontology/lf-tags.json"), &ontology).expect("copy");
+    let index = tmp.path().join("index");
+    let url = moto.url();
+    let server = common::server::Served::start(
+        &[
+            "--source",
+            "aws",
+            "--aws-config",
+            config.to_str().expect("utf-8"),
+            "--ontology",
+            ontology.to_str().expect("utf-8"),
+            "--index",
+            index.to_str().expect("utf-8"),
+            "--watch",
+        ],
+        &[
+            ("AWS_ENDPOINT_URL", url.as_str()),
+            ("AWS_ACCESS_KEY_ID", "AKIDGOVCATSERVER"),
+            ("AWS_SECRET_ACCESS_KEY", "govcat-server-secret"),
+            ("AWS_REGION", "eu-central-1"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ],
+    );
+    let readyz = || {
+        client::request(server.addr, "GET", "/readyz", &[], None)
+            .expect("readyz")
+            .json()
+    };
+    let claims = |ready: &Value| ready["ontology_drift"]["domains"][0].clone();
+    let before = readyz();
+    assert_eq!(claims(&before)["domain"], "claims");
+    assert_eq!(
+        claims(&before)["values_only_in_account"],
+        json!({"sensitivity": ["restricted"]})
+    );
+
+    let mut doc: Value =
+        serde_json::from_slice(&std::fs::read(&ontology).expect("read")).expect("json");
+    doc["version"] = json!("2026-11-30.2");
+    doc["keys"]
+        .as_array_mut()
+        .expect("keys")
+        .iter_mut()
+        .find(|k| k["key"] == "sensitivity")
+        .expect("sensitivity")["values"]
+        .as_array_mut()
+        .expect("values")
+        .push(json!({
+            "value": "restricted",
+            "description": "Access restricted to named people by the data owner.",
+            "implies": "Named people only; no role grants."
+        }));
+    std::fs::write(&ontology, serde_json::to_vec_pretty(&doc).expect("json")).expect("write");
+
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let after = loop {
+        let ready = readyz();
+        if ready["snapshot"]["swaps"] == json!(1) || Instant::now() > deadline {
+            break ready;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert_eq!(
+        (
+            after["snapshot"]["swaps"].clone(),
+            after["ontology_drift"]["ontology_version"].clone()
+        ),
+        (json!(1), json!("2026-11-30.2")),
+        "no rebuild against the new ontology within 180 s: {after}"
+    );
+    assert_eq!(claims(&after)["domain"], "claims");
+    assert_eq!(claims(&after)["values_only_in_account"], json!({}));
+    assert_eq!(
+        claims(&after)["keys_only_in_account"],
+        claims(&before)["keys_only_in_account"]
+    );
 }
 
 #[test]

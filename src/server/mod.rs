@@ -206,8 +206,6 @@ pub struct AppState {
     /// `--auth jwt`: the RFC 9728 metadata served at `/.well-known/oauth-protected-resource`.
     pub resource_metadata: Option<serde_json::Value>,
     pub audit: AuditSink,
-    /// The source's tag vocabulary compared with the ontology at start (aws only).
-    pub ontology_drift: Option<Value>,
     /// The bound on requests in flight (`--max-concurrent-requests`).
     pub in_flight: guard::InFlight,
 }
@@ -229,7 +227,6 @@ impl AppState {
             auth: None,
             resource_metadata: None,
             audit,
-            ontology_drift: None,
             in_flight: guard::InFlight::new(crate::limits::DEFAULT_MAX_CONCURRENT_REQUESTS),
         }
     }
@@ -436,7 +433,7 @@ pub fn readiness(state: &AppState) -> (bool, Value) {
                 "source": ctx.source.freshness(),
             },
             "retrieval_unavailable": state.retrieval_unavailable,
-            "ontology_drift": state.ontology_drift,
+            "ontology_drift": ctx.ontology_drift,
             "refresh_every_seconds": ctx.snapshot_refresh_every.map(|d| d.as_secs()),
             "snapshot": snapshot,
             "uptime_seconds": state.started.elapsed().as_secs(),
@@ -726,7 +723,8 @@ fn rebuilder(
         Ok((snapshot, fresh))
     };
     move || match rebuild() {
-        Ok((snapshot, fresh)) => {
+        Ok((snapshot, mut fresh)) => {
+            fresh.ontology_drift = ontology_drift(&fresh);
             tracing::info!(snapshot = %snapshot.manifest.id, ontology_version = %fresh.ontology.version, trigger, "rebuilt snapshot swapped in");
             shared.store(Arc::new(shared.load().with_catalog_of(fresh)));
             handle.record_rebuild_ok();
@@ -737,6 +735,20 @@ fn rebuilder(
             handle.record_failure(&e);
         }
     }
+}
+
+/// The source's own tag vocabulary against the context's ontology (aws: ListLFTags), for
+/// `/readyz`; a failed read is logged and shown as the error. `None` for sources without one.
+fn ontology_drift(ctx: &Context) -> Option<Value> {
+    ctx.source
+        .ontology_drift(&Caller::local())
+        .map(|r| match r {
+            Ok(report) => report,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not compare the source's LF-tags with the ontology");
+                json!({"error": e.kind(), "message": e.to_string()})
+            }
+        })
 }
 
 /// The embedder and snapshot handle a rebuild needs, or what `flag` lacks.
@@ -865,20 +877,11 @@ pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
         Err(e) => return cli::report_error(cli, &e),
     };
     app.ctx.snapshot_refresh_every = args.refresh;
-    // The source's own tag vocabulary against the ontology (aws: ListLFTags), read once at
-    // start: logged, and shown in /readyz.
-    let drift = app.ctx.source.ontology_drift(&Caller::local()).map(|r| match r {
-        Ok(report) => report,
-        Err(e) => {
-            tracing::warn!(error = %e, "could not compare the source's LF-tags with the ontology");
-            json!({"error": e.kind(), "message": e.to_string()})
-        }
-    });
+    app.ctx.ontology_drift = ontology_drift(&app.ctx);
     // Under --auth jwt every request carries its own caller; the fallback is never used.
     let mut state = AppState::new(app.ctx, Caller::local(), hosts, audit)
         .with_max_concurrent_requests(args.max_concurrent_requests);
     state.retrieval_unavailable = unavailable;
-    state.ontology_drift = drift;
     if let Some(every) = args.refresh {
         if let Err(e) = start_refresh(cli, &state, every) {
             return fail(cli, &e);

@@ -68,6 +68,9 @@ pub struct Context {
     pub retrieval: crate::retrieval::Params,
     /// How often snapshots are rebuilt on a schedule (`--refresh`), when they are.
     pub snapshot_refresh_every: Option<Duration>,
+    /// The source's own tag vocabulary compared with `ontology` (aws: ListLFTags), as read by
+    /// the server at start and after each rebuild; shown in `/readyz`. `None` elsewhere.
+    pub ontology_drift: Option<serde_json::Value>,
 }
 
 impl Context {
@@ -80,6 +83,7 @@ impl Context {
             snapshots: None,
             retrieval: crate::retrieval::Params::default(),
             snapshot_refresh_every: None,
+            ontology_drift: None,
         }
     }
 
@@ -105,6 +109,7 @@ impl Context {
             snapshots: self.snapshots.clone(),
             retrieval: self.retrieval,
             snapshot_refresh_every: self.snapshot_refresh_every,
+            ontology_drift: fresh.ontology_drift,
         }
     }
 
