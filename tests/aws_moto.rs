@@ -433,12 +433,13 @@ fn readyz_drift_is_read_again_against_the_ontology_a_watch_rebuild_swapped_in() 
         ],
     );
     let readyz = || {
-        client::request(server.addr, "GET", "/readyz", &[], None)
-            .expect("readyz")
-            .json()
+        let resp = client::request(server.addr, "GET", "/readyz", &[], None).expect("readyz");
+        (resp.status, resp.json())
     };
     let claims = |ready: &Value| ready["ontology_drift"]["domains"][0].clone();
-    let before = readyz();
+    // No snapshot in the fresh index yet: not ready, but the drift is already reported.
+    let (status, before) = readyz();
+    assert_eq!(status, 503);
     assert_eq!(claims(&before)["domain"], "claims");
     assert_eq!(
         claims(&before)["values_only_in_account"],
@@ -464,19 +465,20 @@ fn readyz_drift_is_read_again_against_the_ontology_a_watch_rebuild_swapped_in() 
     std::fs::write(&ontology, serde_json::to_vec_pretty(&doc).expect("json")).expect("write");
 
     let deadline = Instant::now() + Duration::from_secs(180);
-    let after = loop {
-        let ready = readyz();
+    let (status, after) = loop {
+        let (status, ready) = readyz();
         if ready["snapshot"]["swaps"] == json!(1) || Instant::now() > deadline {
-            break ready;
+            break (status, ready);
         }
         std::thread::sleep(Duration::from_millis(250));
     };
     assert_eq!(
         (
+            status,
             after["snapshot"]["swaps"].clone(),
             after["ontology_drift"]["ontology_version"].clone()
         ),
-        (json!(1), json!("2026-11-30.2")),
+        (200, json!(1), json!("2026-11-30.2")),
         "no rebuild against the new ontology within 180 s: {after}"
     );
     assert_eq!(claims(&after)["domain"], "claims");
