@@ -255,6 +255,11 @@ fn readyz_is_503_until_a_snapshot_loads() {
     let snapshot = &resp.json()["snapshot"];
     assert_eq!(snapshot["loaded"], false);
     assert_eq!(snapshot["id"], Value::Null);
+    // Nothing was rebuilt: a snapshot that did not load at start is no failed rebuild.
+    assert_eq!(
+        (&snapshot["rebuilds_ok"], &snapshot["rebuilds_failed"]),
+        (&json!(0), &json!(0))
+    );
     assert_eq!(
         snapshot["last_error"],
         json!(govcat::index::IndexError::NoSnapshot { dir: dir.into() }.to_string())

@@ -364,23 +364,21 @@ const EMBED_BATCH: usize = 64;
 /// The table text alone gave hybrid R@5 0.882 but lost MRR and put
 /// `customer.country_reference.iban_length` first for "contains an EU IBAN".
 pub fn embedded_texts(d: &Document) -> impl Iterator<Item = &str> {
-    std::iter::once(d.dense_text.as_str()).chain(d.dense_table_text.as_deref())
+    texts_of(&d.dense_text, d.dense_table_text.as_deref())
 }
 
-/// How many texts the model embeds for the documents `which`.
-fn text_count(docs: &[Document], which: &[usize]) -> u64 {
-    which
-        .iter()
-        .map(|&i| embedded_texts(&docs[i]).count() as u64)
+fn texts_of<'a>(
+    dense_text: &'a str,
+    dense_table_text: Option<&'a str>,
+) -> impl Iterator<Item = &'a str> {
+    std::iter::once(dense_text).chain(dense_table_text)
+}
+
+/// How many texts the model embeds for `docs`.
+fn text_count<'a>(docs: impl IntoIterator<Item = &'a Document>) -> u64 {
+    docs.into_iter()
+        .map(|d| embedded_texts(d).count() as u64)
         .sum()
-}
-
-/// The text a document's vector is keyed by for reuse: all its embedded texts.
-fn vector_key_text(dense_text: &str, dense_table_text: Option<&str>) -> String {
-    match dense_table_text {
-        None => dense_text.to_string(),
-        Some(t) => format!("{dense_text}\n\u{1f}{t}"),
-    }
 }
 
 /// Embeds documents in batches, reporting progress.
@@ -391,7 +389,7 @@ pub fn embed_documents(
 ) -> Result<Vectors, IndexError> {
     let all: Vec<usize> = (0..docs.len()).collect();
     let mut data = vec![0f32; docs.len() * embedder.dimension()];
-    progress.start(text_count(docs, &all));
+    progress.start(text_count(docs));
     embed_rows(embedder, docs, &all, &mut data, progress)?;
     progress.finish();
     Ok(Vectors {
@@ -682,18 +680,18 @@ fn build_with(
     ))
 }
 
-/// The key of one document vector: the model (id, dimension, weights) and the exact text.
-fn embedding_key(model: &ModelInfo, text: &str) -> [u8; 32] {
+/// The key of one document vector: the model (id, dimension, weights) and the exact texts it
+/// embeds, each length-prefixed so no two lists of texts share a key.
+fn embedding_key<'a>(model: &ModelInfo, texts: impl Iterator<Item = &'a str>) -> [u8; 32] {
     let mut h = Sha256::new();
-    for part in [
-        model.id.as_bytes(),
-        model.dimension.to_string().as_bytes(),
-        model.checksum.as_bytes(),
-    ] {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part);
-    }
-    h.update(text.as_bytes());
+    let mut part = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    part(model.id.as_bytes());
+    part(model.dimension.to_string().as_bytes());
+    part(model.checksum.as_bytes());
+    texts.for_each(|t| part(t.as_bytes()));
     h.finalize().into()
 }
 
@@ -751,8 +749,8 @@ impl PreviousEmbeddings {
             .iter()
             .enumerate()
             .map(|(row, d)| {
-                let text = vector_key_text(&d.dense_text, d.dense_table_text.as_deref());
-                (embedding_key(model, &text), row)
+                let texts = texts_of(&d.dense_text, d.dense_table_text.as_deref());
+                (embedding_key(model, texts), row)
             })
             .collect();
         Ok(Some(PreviousEmbeddings {
@@ -763,9 +761,8 @@ impl PreviousEmbeddings {
     }
 
     fn get(&self, d: &Document) -> Option<&[f32]> {
-        let text = vector_key_text(&d.dense_text, d.dense_table_text.as_deref());
         self.rows
-            .get(&embedding_key(&self.model, &text))
+            .get(&embedding_key(&self.model, embedded_texts(d)))
             .map(|&row| self.vectors.row(row))
     }
 }
@@ -799,9 +796,9 @@ fn embed_documents_reusing(
         embedded: missing.len(),
         reused: docs.len() - missing.len(),
     };
-    let all: Vec<usize> = (0..docs.len()).collect();
-    progress.start(text_count(docs, &all));
-    progress.advance(text_count(docs, &all) - text_count(docs, &missing));
+    let total = text_count(docs);
+    progress.start(total);
+    progress.advance(total - text_count(missing.iter().map(|&i| &docs[i])));
     embed_rows(embedder, docs, &missing, &mut data, progress)?;
     progress.finish();
     Ok((Vectors { dim, data }, report))
@@ -1030,11 +1027,17 @@ impl SnapshotHandle {
         self.current.store(Some(Arc::new(snapshot)));
     }
 
-    /// Records a failed load or rebuild; the previous snapshot keeps serving.
+    /// Records a failed rebuild; the previous snapshot keeps serving.
     pub fn record_failure(&self, error: &str) {
         let mut st = self.lock();
         st.rebuilds_failed += 1;
         st.last_error = Some(error.to_string());
+    }
+
+    /// Records that the snapshot published at start did not load: the error, not a failed
+    /// rebuild (nothing was rebuilt).
+    pub fn record_load_failure(&self, error: &str) {
+        self.lock().last_error = Some(error.to_string());
     }
 
     pub fn record_rebuild_ok(&self) {

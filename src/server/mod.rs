@@ -670,7 +670,7 @@ pub fn serving_context(cli: &Cli) -> Result<(AppContext, Option<String>), ToolEr
         Ok(snapshot) => handle.swap(snapshot),
         Err(e) => {
             tracing::warn!(error = %e, "no snapshot is served until one loads");
-            handle.record_failure(&e.to_string());
+            handle.record_load_failure(&e.to_string());
         }
     }
     Ok((
