@@ -16,7 +16,7 @@ use govcat::embed::{Embedder, MiniLm};
 use govcat::index::documents::Kind;
 use govcat::index::{self, Snapshot};
 use govcat::ontology::Ontology;
-use govcat::retrieval::{candidates, fuse, Fusion, Mode, Params};
+use govcat::retrieval::{asks_for_identifier, candidates, fuse, Fusion, Mode, Params};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -39,10 +39,15 @@ fn read_jsonl(path: &Path) -> Vec<Labelled> {
         .collect()
 }
 
+/// Similarity floors and key-column weights the calibration grid tries.
+const FLOORS: [f32; 7] = [0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55];
+const KEY_WEIGHTS: [f64; 4] = [1.0, 0.85, 0.7, 0.5];
+
 /// Raw candidates of one query, computed once and fused many times.
 struct Raw {
     lexical: Vec<(u32, f32)>,
     dense: Vec<(u32, f32)>,
+    asks_for_identifier: bool,
 }
 
 fn raw(snapshot: &Snapshot, embedder: &dyn Embedder, q: &str) -> Raw {
@@ -54,7 +59,11 @@ fn raw(snapshot: &Snapshot, embedder: &dyn Embedder, q: &str) -> Raw {
         mode: Mode::Hybrid,
     };
     let (lexical, dense) = candidates(snapshot, embedder, &query).expect("retrieval");
-    Raw { lexical, dense }
+    Raw {
+        lexical,
+        dense,
+        asks_for_identifier: asks_for_identifier(snapshot, q),
+    }
 }
 
 #[derive(Default, Clone, Copy, serde::Serialize)]
@@ -155,7 +164,7 @@ fn ranked(snapshot: &Snapshot, raws: &[&Raw], params: &Params, side: Side) -> Ve
                 Side::Dense => (&empty, &r.dense),
                 Side::Hybrid => (&r.lexical, &r.dense),
             };
-            fuse(snapshot, params, l, d)
+            fuse(snapshot, params, l, d, r.asks_for_identifier)
                 .iter()
                 .take(10)
                 .map(|h| snapshot.doc(h.ord).id.clone())
@@ -169,9 +178,15 @@ fn negative_semantic_rate(snapshot: &Snapshot, raws: &[Raw], params: &Params) ->
     let n = raws.len().max(1) as f64;
     raws.iter()
         .filter(|r| {
-            fuse(snapshot, params, &r.lexical, &r.dense)
-                .iter()
-                .any(|h| h.bm25_rank.is_none())
+            fuse(
+                snapshot,
+                params,
+                &r.lexical,
+                &r.dense,
+                r.asks_for_identifier,
+            )
+            .iter()
+            .any(|h| h.bm25_rank.is_none())
         })
         .count() as f64
         / n
@@ -333,13 +348,17 @@ fn main() {
         let mut best_of_fusion: Option<(f64, Params, Metrics)> = None;
         for rrf_k in ks {
             for dense_weight in [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0] {
-                for floor in [0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55] {
+                for (floor, key_weight) in FLOORS
+                    .iter()
+                    .flat_map(|&f| KEY_WEIGHTS.iter().map(move |&k| (f, k)))
+                {
                     let p = Params {
                         fusion,
                         rrf_k,
                         lexical_weight: 1.0,
                         dense_weight,
                         min_similarity: floor,
+                        key_weight,
                     };
                     let m = evaluate(&ranked(&snapshot, &cal_r, &p, Side::Hybrid), &cal_q);
                     let neg = negative_semantic_rate(&snapshot, &neg_raws, &p);
@@ -395,9 +414,15 @@ fn main() {
     let mut returned = 0usize;
     let mut oov = 0usize;
     for r in &raws {
-        for h in fuse(&snapshot, &shipped, &r.lexical, &r.dense)
-            .iter()
-            .take(10)
+        for h in fuse(
+            &snapshot,
+            &shipped,
+            &r.lexical,
+            &r.dense,
+            r.asks_for_identifier,
+        )
+        .iter()
+        .take(10)
         {
             returned += 1;
             let d = snapshot.doc(h.ord);
@@ -412,11 +437,17 @@ fn main() {
     }
     if std::env::var("GOVCAT_BENCH_FAILURES").is_ok_and(|v| v == "1") {
         for (q, r) in queries.iter().zip(&raws) {
-            let top: Vec<String> = fuse(&snapshot, &shipped, &r.lexical, &r.dense)
-                .iter()
-                .take(5)
-                .map(|h| snapshot.doc(h.ord).id.clone())
-                .collect();
+            let top: Vec<String> = fuse(
+                &snapshot,
+                &shipped,
+                &r.lexical,
+                &r.dense,
+                r.asks_for_identifier,
+            )
+            .iter()
+            .take(5)
+            .map(|h| snapshot.doc(h.ord).id.clone())
+            .collect();
             if !top.iter().any(|id| q.relevant.get(id) == Some(&2)) {
                 let want: Vec<&String> = q
                     .relevant
@@ -432,9 +463,15 @@ fn main() {
             }
         }
     }
-    let iban_top = fuse(&snapshot, &shipped, &raws[0].lexical, &raws[0].dense)
-        .first()
-        .map(|h| snapshot.doc(h.ord).id.clone());
+    let iban_top = fuse(
+        &snapshot,
+        &shipped,
+        &raws[0].lexical,
+        &raws[0].dense,
+        raws[0].asks_for_identifier,
+    )
+    .first()
+    .map(|h| snapshot.doc(h.ord).id.clone());
 
     let report = json!({
         "snapshot": snapshot.manifest.id,

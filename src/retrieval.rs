@@ -52,6 +52,9 @@ pub struct Params {
     pub dense_weight: f64,
     /// Dense-only candidates below this cosine similarity are not matches.
     pub min_similarity: f32,
+    /// Factor on the fused score of a key column (see [`is_key_column`]) when the description
+    /// does not ask for an identifier (see [`asks_for_identifier`]); 1.0 leaves scores alone.
+    pub key_weight: f64,
 }
 
 impl Default for Params {
@@ -62,6 +65,7 @@ impl Default for Params {
             lexical_weight: 1.0,
             dense_weight: 2.0,
             min_similarity: 0.40,
+            key_weight: 0.7,
         }
     }
 }
@@ -114,7 +118,44 @@ pub fn search(
     q: &Query<'_>,
 ) -> Result<Vec<Hit>, RetrievalError> {
     let (lexical, dense) = candidates(snapshot, embedder, q)?;
-    Ok(fuse(snapshot, params, &lexical, &dense))
+    let asks = asks_for_identifier(snapshot, q.description);
+    Ok(fuse(snapshot, params, &lexical, &dense, asks))
+}
+
+/// Last words of a column name that make it a key: `customer_no`, `claimId`, `vertrag_nr`.
+/// Not "number": `phone_number` and `account_number` hold the attribute itself (and adding it
+/// changed nothing on the calibration split).
+const KEY_NAME_ENDINGS: [&str; 4] = ["id", "key", "no", "nr"];
+/// Words of a description that ask for an identifier, besides German compounds ending in
+/// `nummer`/`nr` (`Kundennummer`, `vsnr`) and words starting with `identif`. "who" asks for
+/// one too: the person who did something is stored as a key (`underwriter_id`, `reviewed_by`).
+const IDENTIFIER_WORDS: [&str; 15] = [
+    "id", "ids", "no", "nr", "number", "numbers", "key", "keys", "nummer", "kennung", "who",
+    "whom", "whose", "wer", "wem",
+];
+
+/// A column named after what it identifies (`customer_no`, `claim_id`): it matches every
+/// description that names that thing ("date the customer was born"), in both BM25 (the name)
+/// and the embedding, and crowds out the columns that hold the asked-for attribute.
+pub fn is_key_column(doc: &crate::index::documents::Document) -> bool {
+    doc.kind == Kind::Column
+        && crate::index::text::words(&doc.name_text)
+            .last()
+            .is_some_and(|w| KEY_NAME_ENDINGS.contains(&w.as_str()))
+}
+
+/// Whether `description` (or its glossary expansion) asks for an identifier, so that key
+/// columns are what it looks for.
+pub fn asks_for_identifier(snapshot: &Snapshot, description: &str) -> bool {
+    let split = crate::index::text::split_identifier(description);
+    let mut words = crate::index::text::words(&split);
+    words.extend(snapshot.glossary.expand(description));
+    words.iter().any(|w| {
+        IDENTIFIER_WORDS.contains(&w.as_str())
+            || w.ends_with("nummer")
+            || (w.ends_with("nr") && w.len() > 2)
+            || w.starts_with("identif")
+    })
 }
 
 /// (ordinal, score) pairs of one side, best first.
@@ -185,12 +226,14 @@ pub fn candidates(
     }
 }
 
-/// Weighted reciprocal-rank fusion; dense-only candidates below the floor are dropped.
+/// Weighted reciprocal-rank fusion; dense-only candidates below the floor are dropped; key
+/// columns are weighted by `params.key_weight` unless the description `asks_for_identifier`.
 pub fn fuse(
     snapshot: &Snapshot,
     params: &Params,
     lexical: &[(u32, f32)],
     dense: &[(u32, f32)],
+    asks_for_identifier: bool,
 ) -> Vec<Hit> {
     let mut hits: HashMap<u32, Hit> = HashMap::new();
     let best_bm25 = lexical
@@ -244,6 +287,9 @@ pub fn fuse(
     // Order by the score as shown (6 decimals): float noise (1/6 vs 2/12) must not beat the
     // id tie-break.
     for h in &mut out {
+        if !asks_for_identifier && is_key_column(snapshot.doc(h.ord)) {
+            h.score *= params.key_weight;
+        }
         h.score = (h.score * 1e6).round() / 1e6;
     }
     out.sort_by(|a, b| {

@@ -15,8 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
 use govcat::catalog::{Caller, Domain, TableName};
+use govcat::index::documents::Kind;
 use govcat::index::lexical::{parse_query, scope_term};
-use govcat::retrieval::{Cursor, Params};
+use govcat::retrieval::{self, Cursor, Mode, Params, Query};
 use govcat::tools::{self, Context};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -1242,4 +1243,112 @@ fn limits_1_and_50_are_accepted_at_the_boundary() {
         let total = result["total"].as_u64().unwrap_or(0);
         assert_eq!(entries(&result).len() as u64, total.min(limit));
     }
+}
+
+/// The top `n` ids of a hybrid search of every domain and kind with `params`, whether each is a
+/// key column, and its score.
+fn top_with(
+    built: &Built,
+    params: &Params,
+    description: &str,
+    n: usize,
+) -> Vec<(String, bool, f64)> {
+    let snapshot = built.snapshot();
+    let kinds = Kind::ALL.to_vec();
+    let q = Query {
+        description,
+        domains: &snapshot.domains,
+        kinds: &kinds,
+        mode: Mode::Hybrid,
+    };
+    retrieval::search(&snapshot, built.embedder.as_ref(), params, &q)
+        .unwrap_or_else(|e| panic!("searching '{description}': {e}"))
+        .iter()
+        .take(n)
+        .map(|h| {
+            let doc = snapshot.doc(h.ord);
+            (doc.id.clone(), retrieval::is_key_column(doc), h.score)
+        })
+        .collect()
+}
+
+fn unweighted() -> Params {
+    Params {
+        key_weight: 1.0,
+        ..Params::default()
+    }
+}
+
+/// Pair, first half: a key column (`customer_no`) matches every description that names the
+/// customer. Unweighted, two of them sit in the top five for "date the customer was born";
+/// weighted (the shipped parameters), a birth-date column takes their place.
+#[test]
+fn key_columns_do_not_crowd_out_the_attribute_a_description_asks_for() {
+    let built = real_or_skip!();
+    let description = "date the customer was born";
+    let key_ids = |top: &[(String, bool, f64)]| -> Vec<String> {
+        top.iter()
+            .filter(|(_, key, _)| *key)
+            .map(|(id, _, _)| id.clone())
+            .collect()
+    };
+    let before = top_with(built, &unweighted(), description, 5);
+    let after = top_with(built, &Params::default(), description, 5);
+    assert_eq!(
+        key_ids(&before),
+        [
+            "column:customer.kyc_identification.customer_no",
+            "column:customer.marketing_consent.customer_no"
+        ],
+        "unweighted top five: {before:?}"
+    );
+    assert_eq!(
+        key_ids(&after),
+        ["column:customer.kyc_identification.customer_no"],
+        "weighted top five: {after:?}"
+    );
+    assert!(
+        after[..4]
+            .iter()
+            .all(|(id, key, _)| !key && id.to_lowercase().contains("birth")),
+        "the first four are not all birth-date columns: {after:?}"
+    );
+}
+
+/// Pair, second half: a description that asks for an identifier ("customer number", "who …")
+/// is not weighted at all: the same hits in the same order with the same scores.
+#[test]
+fn a_description_asking_for_an_identifier_keeps_key_columns_unweighted() {
+    let built = real_or_skip!();
+    let snapshot = built.snapshot();
+    let mut firsts = Vec::new();
+    for description in [
+        "customer number",
+        "Kundennummer",
+        "who reviewed the fraud alert",
+    ] {
+        assert!(
+            retrieval::asks_for_identifier(&snapshot, description),
+            "'{description}' does not ask for an identifier"
+        );
+        let weighted = top_with(built, &Params::default(), description, 20);
+        assert_eq!(
+            weighted,
+            top_with(built, &unweighted(), description, 20),
+            "{description}"
+        );
+        firsts.push(weighted[0].0.clone());
+    }
+    assert_eq!(
+        firsts,
+        [
+            "column:customer.contact_channel.customer_no",
+            "column:customer.contact_channel.customer_no",
+            "column:fraud.fraud_alert.reviewed_by"
+        ]
+    );
+    assert!(!retrieval::asks_for_identifier(
+        &snapshot,
+        "date the customer was born"
+    ));
 }

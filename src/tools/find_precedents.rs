@@ -22,7 +22,10 @@ and camelCase); German words also match through the English terms of the glossar
 (echoed in request.glossary_terms); word* matches words starting with word; \"quoted words\" match as a phrase; words \
 of 5+ letters also match by shared character trigrams (compounds, run-together names). Semantic \
 matches come from an embedding model and must reach min_similarity; each entry says match_type \
-lexical, semantic or both. Omitted domains means every domain you may read (echoed in \
+lexical, semantic or both. A column named as a key (last word id, key, no or nr, e.g. \
+customer_no) ranks lower unless your description asks for an identifier (id, number, key, \
+Nummer, who...), so keys of the thing you name do not crowd out the attribute you ask for. \
+Omitted domains means every domain you may read (echoed in \
 request.domains); omitted kinds means both column and ontology_value. Order: score desc, id asc \
 (sort_key). limit 1-50 (default 10); pass next_cursor to get the next page of the same search. \
 Before acting on a tag, read the dataset live with get_dataset and validate with resolve_lf_tag. \
