@@ -138,10 +138,13 @@ const IDENTIFIER_WORDS: [&str; 15] = [
 /// description that names that thing ("date the customer was born"), in both BM25 (the name)
 /// and the embedding, and crowds out the columns that hold the asked-for attribute.
 pub fn is_key_column(doc: &crate::index::documents::Document) -> bool {
+    // Runs for every hit of every search: no allocation.
     doc.kind == Kind::Column
-        && crate::index::text::words(&doc.name_text)
-            .last()
-            .is_some_and(|w| KEY_NAME_ENDINGS.contains(&w.as_str()))
+        && doc
+            .name_text
+            .rsplit(|c: char| !c.is_alphanumeric())
+            .find(|w| !w.is_empty())
+            .is_some_and(|w| KEY_NAME_ENDINGS.iter().any(|k| w.eq_ignore_ascii_case(k)))
 }
 
 /// Whether `description` (or its glossary expansion) asks for an identifier, so that key
@@ -456,6 +459,52 @@ pub fn suggestions(description: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::documents::Document;
+    use crate::index::text::split_identifier;
+
+    fn named(kind: Kind, name: &str) -> Document {
+        Document {
+            id: name.to_string(),
+            kind,
+            domain: None,
+            table: None,
+            column: Some(name.to_string()),
+            data_type: None,
+            key: None,
+            value: None,
+            description: None,
+            lf_tags: None,
+            name_text: split_identifier(name),
+            lexical_text: String::new(),
+            context_text: String::new(),
+            dense_text: String::new(),
+            dense_table_text: None,
+        }
+    }
+
+    #[test]
+    fn key_columns_are_named_after_what_they_identify() {
+        let names = [
+            "customer_no",
+            "claimId",
+            "vertrag_nr",
+            "subscriberKey",
+            "phone_number",
+            "iban",
+            "reviewed_by",
+            "identity",
+            "kd_nr",
+        ];
+        let keys: Vec<bool> = names
+            .iter()
+            .map(|n| is_key_column(&named(Kind::Column, n)))
+            .collect();
+        assert_eq!(
+            keys,
+            [true, true, true, true, false, false, false, false, true]
+        );
+        assert!(!is_key_column(&named(Kind::OntologyValue, "ontology id")));
+    }
 
     #[test]
     fn cursor_round_trips_and_is_checked() {
