@@ -122,6 +122,7 @@ fn echo(built: &Built, description: &str, domains: Value, scope_source: &str, li
         "snapshot_id": built.manifest.id,
         "min_similarity": (f64::from(Params::default().min_similarity) * 1000.0).round() / 1000.0,
         "glossary_terms": [],
+        "key_column_weight": Params::default().key_weight,
     })
 }
 
@@ -493,6 +494,7 @@ fn an_empty_result_echoes_what_actually_ran_and_differently_sent_runs_read_diffe
             "snapshot_id": built.manifest.id,
             "min_similarity": (f64::from(Params::default().min_similarity) * 1000.0).round() / 1000.0,
             "glossary_terms": [],
+            "key_column_weight": Params::default().key_weight,
         })
     );
     assert_eq!(
@@ -1292,6 +1294,15 @@ fn key_columns_do_not_crowd_out_the_attribute_a_description_asks_for() {
             .map(|(id, _, _)| id.clone())
             .collect()
     };
+    let echoed = find(
+        &built.context(),
+        &local(),
+        json!({"description": description}),
+    );
+    assert_eq!(
+        echoed["request"]["key_column_weight"],
+        json!(Params::default().key_weight)
+    );
     let before = top_with(built, &unweighted(), description, 5);
     let after = top_with(built, &Params::default(), description, 5);
     assert_eq!(
@@ -1338,6 +1349,12 @@ fn a_description_asking_for_an_identifier_keeps_key_columns_unweighted() {
             "{description}"
         );
         firsts.push(weighted[0].0.clone());
+        let echoed = find(
+            &built.context(),
+            &local(),
+            json!({"description": description}),
+        );
+        assert_eq!(echoed["request"]["key_column_weight"], json!(1.0));
     }
     assert_eq!(
         firsts,

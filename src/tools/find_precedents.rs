@@ -108,6 +108,9 @@ pub struct RequestEcho {
     /// English terms the glossary added for German words of the description (searched
     /// alongside your words, at lower weight); empty when none.
     pub glossary_terms: Vec<String>,
+    /// Factor applied to the scores of key columns (`customer_no`, `claimId`): 1.0 when the
+    /// description asks for an identifier, below 1.0 otherwise.
+    pub key_column_weight: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -364,6 +367,11 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
         snapshot_id: snapshot.manifest.id.clone(),
         min_similarity: (f64::from(params.min_similarity) * 1000.0).round() / 1000.0,
         glossary_terms: snapshot.glossary.expand(&description),
+        key_column_weight: if retrieval::asks_for_identifier(&snapshot, &description) {
+            1.0
+        } else {
+            params.key_weight
+        },
     };
     let empty = page.is_empty();
     let hint = empty.then(|| {
