@@ -16,7 +16,7 @@ use govcat::embed::{Embedder, MiniLm};
 use govcat::index::documents::Kind;
 use govcat::index::{self, Snapshot};
 use govcat::ontology::Ontology;
-use govcat::retrieval::{asks_for_identifier, candidates, fuse, Fusion, Mode, Params};
+use govcat::retrieval::{asks_for_identifier, candidates, fuse, Fusion, Hit, Mode, Params};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -48,6 +48,19 @@ struct Raw {
     lexical: Vec<(u32, f32)>,
     dense: Vec<(u32, f32)>,
     asks_for_identifier: bool,
+}
+
+impl Raw {
+    /// Both sides fused with `params`.
+    fn fused(&self, snapshot: &Snapshot, params: &Params) -> Vec<Hit> {
+        fuse(
+            snapshot,
+            params,
+            &self.lexical,
+            &self.dense,
+            self.asks_for_identifier,
+        )
+    }
 }
 
 fn raw(snapshot: &Snapshot, embedder: &dyn Embedder, q: &str) -> Raw {
@@ -178,15 +191,9 @@ fn negative_semantic_rate(snapshot: &Snapshot, raws: &[Raw], params: &Params) ->
     let n = raws.len().max(1) as f64;
     raws.iter()
         .filter(|r| {
-            fuse(
-                snapshot,
-                params,
-                &r.lexical,
-                &r.dense,
-                r.asks_for_identifier,
-            )
-            .iter()
-            .any(|h| h.bm25_rank.is_none())
+            r.fused(snapshot, params)
+                .iter()
+                .any(|h| h.bm25_rank.is_none())
         })
         .count() as f64
         / n
@@ -414,16 +421,7 @@ fn main() {
     let mut returned = 0usize;
     let mut oov = 0usize;
     for r in &raws {
-        for h in fuse(
-            &snapshot,
-            &shipped,
-            &r.lexical,
-            &r.dense,
-            r.asks_for_identifier,
-        )
-        .iter()
-        .take(10)
-        {
+        for h in r.fused(&snapshot, &shipped).iter().take(10) {
             returned += 1;
             let d = snapshot.doc(h.ord);
             let bad_tag = d.lf_tags.as_ref().is_some_and(|tags| {
@@ -437,17 +435,12 @@ fn main() {
     }
     if std::env::var("GOVCAT_BENCH_FAILURES").is_ok_and(|v| v == "1") {
         for (q, r) in queries.iter().zip(&raws) {
-            let top: Vec<String> = fuse(
-                &snapshot,
-                &shipped,
-                &r.lexical,
-                &r.dense,
-                r.asks_for_identifier,
-            )
-            .iter()
-            .take(5)
-            .map(|h| snapshot.doc(h.ord).id.clone())
-            .collect();
+            let top: Vec<String> = r
+                .fused(&snapshot, &shipped)
+                .iter()
+                .take(5)
+                .map(|h| snapshot.doc(h.ord).id.clone())
+                .collect();
             if !top.iter().any(|id| q.relevant.get(id) == Some(&2)) {
                 let want: Vec<&String> = q
                     .relevant
@@ -463,15 +456,10 @@ fn main() {
             }
         }
     }
-    let iban_top = fuse(
-        &snapshot,
-        &shipped,
-        &raws[0].lexical,
-        &raws[0].dense,
-        raws[0].asks_for_identifier,
-    )
-    .first()
-    .map(|h| snapshot.doc(h.ord).id.clone());
+    let iban_top = raws[0]
+        .fused(&snapshot, &shipped)
+        .first()
+        .map(|h| snapshot.doc(h.ord).id.clone());
 
     let report = json!({
         "snapshot": snapshot.manifest.id,
