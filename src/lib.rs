@@ -19,7 +19,8 @@
 //!   manifest, embedding reuse across rebuilds, atomic publish (unattended rebuilds refuse a
 //!   catalog that shrank), checked load, per-document scope ids, hot swap and the file watcher.
 //! - [`retrieval`]: hybrid search over a snapshot — scope filter, reciprocal-rank fusion,
-//!   similarity floor, total order, cursors, suggestions from the caller's words.
+//!   similarity floor, key columns weighted down unless an identifier is asked for, total
+//!   order, cursors, suggestions from the caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
 //!   and one dispatcher (`tools::call`) shared by every transport.
 //! - [`auth`]: bearer tokens (JWT, RS256/ES256, JWKS by `kid`) → a `Principal` and its

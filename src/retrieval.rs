@@ -1,6 +1,7 @@
 //! Hybrid precedent retrieval over a snapshot: BM25 and dense candidates within the caller's
 //! scope, fused by weighted reciprocal rank, dense-only candidates below the calibrated
-//! similarity floor dropped, a total order `score desc, id asc`, and pages addressed by a
+//! similarity floor dropped, key columns weighted down unless the description asks for an
+//! identifier, a total order `score desc, id asc`, and pages addressed by a
 //! cursor tied to the snapshot and the request. On an empty result: suggestions derived from
 //! the caller's own words, never searched.
 //!
