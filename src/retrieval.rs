@@ -58,6 +58,18 @@ pub struct Params {
     pub key_weight: f64,
 }
 
+impl Params {
+    /// The factor on a key column's score for a description that does (`true`) or does not
+    /// ask for an identifier.
+    pub fn key_weight_for(&self, asks_for_identifier: bool) -> f64 {
+        if asks_for_identifier {
+            1.0
+        } else {
+            self.key_weight
+        }
+    }
+}
+
 impl Default for Params {
     fn default() -> Self {
         Params {
@@ -290,9 +302,10 @@ pub fn fuse(
     let mut out: Vec<Hit> = hits.into_values().collect();
     // Order by the score as shown (6 decimals): float noise (1/6 vs 2/12) must not beat the
     // id tie-break.
+    let key_weight = params.key_weight_for(asks_for_identifier);
     for h in &mut out {
-        if !asks_for_identifier && is_key_column(snapshot.doc(h.ord)) {
-            h.score *= params.key_weight;
+        if is_key_column(snapshot.doc(h.ord)) {
+            h.score *= key_weight;
         }
         h.score = (h.score * 1e6).round() / 1e6;
     }
@@ -465,21 +478,9 @@ mod tests {
 
     fn named(kind: Kind, name: &str) -> Document {
         Document {
-            id: name.to_string(),
-            kind,
-            domain: None,
-            table: None,
             column: Some(name.to_string()),
-            data_type: None,
-            key: None,
-            value: None,
-            description: None,
-            lf_tags: None,
             name_text: split_identifier(name),
-            lexical_text: String::new(),
-            context_text: String::new(),
-            dense_text: String::new(),
-            dense_table_text: None,
+            ..Document::bare(name, kind)
         }
     }
 

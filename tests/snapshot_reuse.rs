@@ -91,6 +91,15 @@ fn workspace() -> Workspace {
     }
 }
 
+/// A workspace whose catalog is built and published once, and that build's manifest; the
+/// embedder's record of the build is cleared.
+fn built_workspace() -> (Workspace, Manifest) {
+    let ws = workspace();
+    let (first, _) = build(&ws.catalog, &ws.index_dir, &ws.embedder);
+    ws.embedder.take();
+    (ws, first)
+}
+
 fn documents_of(index_dir: &Path, manifest: &Manifest) -> Vec<serde_json::Value> {
     let path = index_dir
         .join("snapshots")
@@ -143,14 +152,15 @@ fn rebuilding_an_unchanged_catalog_embeds_nothing_and_keeps_every_vector() {
 
 #[test]
 fn a_changed_column_description_re_embeds_exactly_that_column() {
-    let Workspace {
-        _work,
-        catalog,
-        index_dir,
-        embedder,
-    } = workspace();
-    let (first, _) = build(&catalog, &index_dir, &embedder);
-    embedder.take();
+    let (
+        Workspace {
+            _work,
+            catalog,
+            index_dir,
+            embedder,
+        },
+        first,
+    ) = built_workspace();
 
     edit_policy_customer(&catalog, |table| {
         let iban = table["StorageDescriptor"]["Columns"]
@@ -187,14 +197,15 @@ fn a_changed_column_description_re_embeds_exactly_that_column() {
 /// exactly that table's columns (the first sentence is what the model sees), and nothing else.
 #[test]
 fn a_changed_table_description_re_embeds_exactly_that_tables_columns() {
-    let Workspace {
-        _work,
-        catalog,
-        index_dir,
-        embedder,
-    } = workspace();
-    let (first, _) = build(&catalog, &index_dir, &embedder);
-    embedder.take();
+    let (
+        Workspace {
+            _work,
+            catalog,
+            index_dir,
+            embedder,
+        },
+        first,
+    ) = built_workspace();
 
     let mut columns = 0;
     edit_policy_customer(&catalog, |table| {
@@ -270,13 +281,15 @@ fn current(index_dir: &Path) -> String {
 /// published. `govcat index` (attended) publishes the same smaller catalog.
 #[test]
 fn an_unattended_rebuild_that_lost_two_domains_is_not_published_and_an_attended_one_is() {
-    let Workspace {
-        _work,
-        catalog,
-        index_dir,
-        embedder,
-    } = workspace();
-    let (first, _) = build(&catalog, &index_dir, &embedder);
+    let (
+        Workspace {
+            _work,
+            catalog,
+            index_dir,
+            embedder,
+        },
+        first,
+    ) = built_workspace();
     for domain in ["hr", "marketing"] {
         std::fs::remove_dir_all(catalog.join("domains").join(domain)).expect("remove domain");
     }
@@ -314,13 +327,15 @@ fn an_unattended_rebuild_that_lost_two_domains_is_not_published_and_an_attended_
 
 #[test]
 fn an_unattended_rebuild_that_lost_one_table_is_published() {
-    let Workspace {
-        _work,
-        catalog,
-        index_dir,
-        embedder,
-    } = workspace();
-    let (first, _) = build(&catalog, &index_dir, &embedder);
+    let (
+        Workspace {
+            _work,
+            catalog,
+            index_dir,
+            embedder,
+        },
+        first,
+    ) = built_workspace();
     std::fs::remove_dir_all(catalog.join("domains/policy/tables/quote")).expect("remove table");
 
     let rebuilt =

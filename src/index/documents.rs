@@ -62,6 +62,30 @@ pub struct Document {
     pub dense_table_text: Option<String>,
 }
 
+#[cfg(test)]
+impl Document {
+    /// A document with only `id` and `kind`, every text empty: for unit tests to fill in.
+    pub(crate) fn bare(id: &str, kind: Kind) -> Document {
+        Document {
+            id: id.to_string(),
+            kind,
+            domain: None,
+            table: None,
+            column: None,
+            data_type: None,
+            key: None,
+            value: None,
+            description: None,
+            lf_tags: None,
+            name_text: String::new(),
+            lexical_text: String::new(),
+            context_text: String::new(),
+            dense_text: String::new(),
+            dense_table_text: None,
+        }
+    }
+}
+
 /// Ontology value documents, in ontology order.
 pub fn ontology_documents(ontology: &Ontology) -> Vec<Document> {
     let mut docs = Vec::new();

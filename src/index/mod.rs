@@ -1055,21 +1055,8 @@ mod tests {
 
     fn doc(kind: Kind, domain: Option<&str>) -> Document {
         Document {
-            id: format!("{kind:?}:{domain:?}"),
-            kind,
             domain: domain.map(str::to_string),
-            table: None,
-            column: None,
-            data_type: None,
-            key: None,
-            value: None,
-            description: None,
-            lf_tags: None,
-            name_text: String::new(),
-            lexical_text: String::new(),
-            context_text: String::new(),
-            dense_text: String::new(),
-            dense_table_text: None,
+            ..Document::bare(&format!("{kind:?}:{domain:?}"), kind)
         }
     }
 

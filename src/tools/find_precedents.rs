@@ -367,11 +367,8 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
         snapshot_id: snapshot.manifest.id.clone(),
         min_similarity: (f64::from(params.min_similarity) * 1000.0).round() / 1000.0,
         glossary_terms: snapshot.glossary.expand(&description),
-        key_column_weight: if retrieval::asks_for_identifier(&snapshot, &description) {
-            1.0
-        } else {
-            params.key_weight
-        },
+        key_column_weight: params
+            .key_weight_for(retrieval::asks_for_identifier(&snapshot, &description)),
     };
     let empty = page.is_empty();
     let hint = empty.then(|| {
