@@ -6,178 +6,37 @@
 //! Run: `cargo bench --bench quality` (builds a fresh snapshot of the demo catalog with the
 //! real model under `target/bench/quality-index/`; set `GOVCAT_BENCH_REUSE=1` to reuse it).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use govcat::catalog::dir::DirSource;
 use govcat::embed::{Embedder, MiniLm};
-use govcat::index::documents::Kind;
+use govcat::eval::queries::{
+    metrics, out_of_vocabulary, read_queries, EvalMode, Labelled, Metrics, Raw,
+};
 use govcat::index::{self, Snapshot};
 use govcat::ontology::Ontology;
-use govcat::retrieval::{asks_for_identifier, candidates, fuse, Fusion, Hit, Mode, Params};
-use serde::Deserialize;
+use govcat::retrieval::{Fusion, Params};
 use serde_json::json;
-
-#[derive(Deserialize)]
-struct Labelled {
-    id: String,
-    query: String,
-    lang: String,
-    relevant: BTreeMap<String, u8>,
-}
-
-fn read_jsonl(path: &Path) -> Vec<Labelled> {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(i, l)| {
-            serde_json::from_str(l).unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1))
-        })
-        .collect()
-}
 
 /// Similarity floors and key-column weights the calibration grid tries.
 const FLOORS: [f32; 7] = [0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55];
 const KEY_WEIGHTS: [f64; 4] = [1.0, 0.85, 0.7, 0.5];
 
-/// Raw candidates of one query, computed once and fused many times.
-struct Raw {
-    lexical: Vec<(u32, f32)>,
-    dense: Vec<(u32, f32)>,
-    asks_for_identifier: bool,
-}
-
-impl Raw {
-    /// Both sides fused with `params`.
-    fn fused(&self, snapshot: &Snapshot, params: &Params) -> Vec<Hit> {
-        fuse(
-            snapshot,
-            params,
-            &self.lexical,
-            &self.dense,
-            self.asks_for_identifier,
-        )
-    }
-}
-
 fn raw(snapshot: &Snapshot, embedder: &dyn Embedder, q: &str) -> Raw {
-    let kinds = [Kind::Column, Kind::OntologyValue];
-    let query = govcat::retrieval::Query {
-        description: q,
-        domains: &snapshot.domains,
-        kinds: &kinds,
-        mode: Mode::Hybrid,
-    };
-    let (lexical, dense) = candidates(snapshot, embedder, &query).expect("retrieval");
-    Raw {
-        lexical,
-        dense,
-        asks_for_identifier: asks_for_identifier(snapshot, q),
-    }
-}
-
-#[derive(Default, Clone, Copy, serde::Serialize)]
-struct Metrics {
-    queries: usize,
-    /// Share of direct precedents (grade 2) in the top k, denominator min(k, #grade 2).
-    recall_at_1: f64,
-    recall_at_5: f64,
-    recall_at_10: f64,
-    /// Share of queries with at least one direct precedent in the top k.
-    hit_at_1: f64,
-    hit_at_5: f64,
-    /// Share of all relevant ids (grade 1 and 2) in the top 10.
-    full_recall_at_10: f64,
-    mrr: f64,
-    ndcg_at_10: f64,
+    Raw::retrieve(snapshot, embedder, q).expect("retrieval")
 }
 
 fn evaluate(ranked: &[Vec<String>], labelled: &[&Labelled]) -> Metrics {
-    let mut m = Metrics {
-        queries: labelled.len(),
-        ..Default::default()
-    };
-    for (ids, q) in ranked.iter().zip(labelled) {
-        let direct: Vec<&String> = q
-            .relevant
-            .iter()
-            .filter(|(_, g)| **g == 2)
-            .map(|(id, _)| id)
-            .collect();
-        let recall = |k: usize| {
-            let found = ids.iter().take(k).filter(|id| direct.contains(id)).count();
-            found as f64 / direct.len().min(k).max(1) as f64
-        };
-        m.recall_at_1 += recall(1);
-        m.recall_at_5 += recall(5);
-        m.recall_at_10 += recall(10);
-        m.hit_at_1 += f64::from(ids.iter().take(1).any(|id| direct.contains(&id)));
-        m.hit_at_5 += f64::from(ids.iter().take(5).any(|id| direct.contains(&id)));
-        let all_rel = q.relevant.len().max(1);
-        m.full_recall_at_10 += ids
-            .iter()
-            .take(10)
-            .filter(|id| q.relevant.contains_key(*id))
-            .count() as f64
-            / all_rel as f64;
-        if let Some(pos) = ids.iter().position(|id| q.relevant.contains_key(id)) {
-            m.mrr += 1.0 / (pos as f64 + 1.0);
-        }
-        let dcg: f64 = ids
-            .iter()
-            .take(10)
-            .enumerate()
-            .map(|(i, id)| {
-                let g = f64::from(*q.relevant.get(id).unwrap_or(&0));
-                (2f64.powf(g) - 1.0) / (i as f64 + 2.0).log2()
-            })
-            .sum();
-        let mut grades: Vec<u8> = q.relevant.values().copied().collect();
-        grades.sort_by(|a, b| b.cmp(a));
-        let idcg: f64 = grades
-            .iter()
-            .take(10)
-            .enumerate()
-            .map(|(i, g)| (2f64.powf(f64::from(*g)) - 1.0) / (i as f64 + 2.0).log2())
-            .sum();
-        m.ndcg_at_10 += if idcg > 0.0 { dcg / idcg } else { 0.0 };
-    }
-    let n = labelled.len().max(1) as f64;
-    for v in [
-        &mut m.recall_at_1,
-        &mut m.recall_at_5,
-        &mut m.recall_at_10,
-        &mut m.hit_at_1,
-        &mut m.hit_at_5,
-        &mut m.full_recall_at_10,
-        &mut m.mrr,
-        &mut m.ndcg_at_10,
-    ] {
-        *v = (*v / n * 10_000.0).round() / 10_000.0;
-    }
-    m
+    metrics(ranked, labelled)
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Side {
-    Bm25,
-    Dense,
-    Hybrid,
-}
-
-fn ranked(snapshot: &Snapshot, raws: &[&Raw], params: &Params, side: Side) -> Vec<Vec<String>> {
+fn ranked(snapshot: &Snapshot, raws: &[&Raw], params: &Params, mode: EvalMode) -> Vec<Vec<String>> {
     raws.iter()
         .map(|r| {
-            let empty: Vec<(u32, f32)> = Vec::new();
-            let (l, d) = match side {
-                Side::Bm25 => (&r.lexical, &empty),
-                Side::Dense => (&empty, &r.dense),
-                Side::Hybrid => (&r.lexical, &r.dense),
-            };
-            fuse(snapshot, params, l, d, r.asks_for_identifier)
+            r.fused(snapshot, params, mode)
                 .iter()
                 .take(10)
                 .map(|h| snapshot.doc(h.ord).id.clone())
@@ -191,7 +50,7 @@ fn negative_semantic_rate(snapshot: &Snapshot, raws: &[Raw], params: &Params) ->
     let n = raws.len().max(1) as f64;
     raws.iter()
         .filter(|r| {
-            r.fused(snapshot, params)
+            r.fused(snapshot, params, EvalMode::Hybrid)
                 .iter()
                 .any(|h| h.bm25_rank.is_none())
         })
@@ -199,21 +58,12 @@ fn negative_semantic_rate(snapshot: &Snapshot, raws: &[Raw], params: &Params) ->
         / n
 }
 
-fn is_calibration(id: &str) -> bool {
-    id.trim_start_matches(|c: char| !c.is_ascii_digit())
-        .parse::<u32>()
-        .map(|n| n % 3 == 0)
-        .unwrap_or(false)
+fn is_calibration(q: &Labelled) -> bool {
+    q.id.as_deref().is_some_and(govcat::eval::is_calibration)
 }
 
 fn bar_chart(rows: &[(&str, Metrics)]) -> String {
-    let metrics = [
-        "recall_at_1",
-        "recall_at_5",
-        "recall_at_10",
-        "mrr",
-        "ndcg_at_10",
-    ];
+    let metrics = ["recall@1", "recall@5", "recall@10", "mrr", "ndcg@10"];
     let colors = ["#8da0cb", "#fc8d62", "#66c2a5"];
     let (w, h, left, bottom) = (760.0, 320.0, 50.0, 40.0);
     let group = (w - left) / metrics.len() as f64;
@@ -288,15 +138,15 @@ fn main() {
     }
     let snapshot = index::load_current(&index_dir, &embedder).expect("load snapshot");
 
-    let queries = read_jsonl(&root.join("fixtures/bench/queries.jsonl"));
-    let negatives = read_jsonl(&root.join("fixtures/bench/negatives.jsonl"));
+    let queries = read_queries(&root.join("fixtures/bench/queries.jsonl")).expect("queries");
+    let negatives = read_queries(&root.join("fixtures/bench/negatives.jsonl")).expect("negatives");
     let known: HashMap<&str, ()> = snapshot.docs.iter().map(|d| (d.id.as_str(), ())).collect();
     for q in &queries {
         for id in q.relevant.keys() {
             assert!(
                 known.contains_key(id.as_str()),
                 "{}: {id} is not in the snapshot",
-                q.id
+                q.source
             );
         }
     }
@@ -327,7 +177,7 @@ fn main() {
             .zip(&raws)
             .map(|(q, r)| {
                 json!({"id": q.id, "query": q.query, "lang": q.lang,
-                "calibration": is_calibration(&q.id), "relevant": q.relevant,
+                "calibration": is_calibration(q), "relevant": q.relevant,
                 "lexical": side(&r.lexical), "dense": side(&r.dense)})
             })
             .collect();
@@ -338,7 +188,7 @@ fn main() {
         queries
             .iter()
             .zip(&raws)
-            .filter(|(q, _)| is_calibration(&q.id) == cal)
+            .filter(|(q, _)| is_calibration(q) == cal)
             .unzip()
     };
     let (cal_q, cal_r) = split(true);
@@ -367,7 +217,7 @@ fn main() {
                         min_similarity: floor,
                         key_weight,
                     };
-                    let m = evaluate(&ranked(&snapshot, &cal_r, &p, Side::Hybrid), &cal_q);
+                    let m = evaluate(&ranked(&snapshot, &cal_r, &p, EvalMode::Hybrid), &cal_q);
                     let neg = negative_semantic_rate(&snapshot, &neg_raws, &p);
                     let objective = m.ndcg_at_10 - 0.05 * neg;
                     if best.as_ref().is_none_or(|b| objective > b.0) {
@@ -383,7 +233,7 @@ fn main() {
             by_fusion.insert(
                 format!("{fusion:?}"),
                 json!({"params": p, "calibration": m,
-            "held_out": evaluate(&ranked(&snapshot, &held_r, &p, Side::Hybrid), &held_q)}),
+            "held_out": evaluate(&ranked(&snapshot, &held_r, &p, EvalMode::Hybrid), &held_q)}),
             );
         }
     }
@@ -393,19 +243,22 @@ fn main() {
     let mut report_rows = Vec::new();
     let mut by_mode = serde_json::Map::new();
     for (label, side) in [
-        ("bm25", Side::Bm25),
-        ("dense", Side::Dense),
-        ("hybrid", Side::Hybrid),
+        ("bm25", EvalMode::Bm25),
+        ("dense", EvalMode::Dense),
+        ("hybrid", EvalMode::Hybrid),
     ] {
         let all_q: Vec<&Labelled> = queries.iter().collect();
         let all_r: Vec<&Raw> = raws.iter().collect();
         let all = evaluate(&ranked(&snapshot, &all_r, &shipped, side), &all_q);
         let held = evaluate(&ranked(&snapshot, &held_r, &shipped, side), &held_q);
-        let de_q: Vec<&Labelled> = queries.iter().filter(|q| q.lang == "de").collect();
+        let de_q: Vec<&Labelled> = queries
+            .iter()
+            .filter(|q| q.lang.as_deref() == Some("de"))
+            .collect();
         let de_r: Vec<&Raw> = queries
             .iter()
             .zip(&raws)
-            .filter(|(q, _)| q.lang == "de")
+            .filter(|(q, _)| q.lang.as_deref() == Some("de"))
             .map(|(_, r)| r)
             .collect();
         let de = evaluate(&ranked(&snapshot, &de_r, &shipped, side), &de_q);
@@ -418,25 +271,25 @@ fn main() {
 
     // Out-of-vocabulary: every returned entry must be a snapshot document and every present
     // tag value an ontology value.
-    let mut returned = 0usize;
-    let mut oov = 0usize;
-    for r in &raws {
-        for h in r.fused(&snapshot, &shipped).iter().take(10) {
-            returned += 1;
-            let d = snapshot.doc(h.ord);
-            let bad_tag = d.lf_tags.as_ref().is_some_and(|tags| {
-                tags.iter()
-                    .any(|(k, t)| t.value().is_some_and(|v| !ontology.contains(k, v)))
-            });
-            if !known.contains_key(d.id.as_str()) || bad_tag {
-                oov += 1;
-            }
-        }
-    }
+    let returned: usize = raws
+        .iter()
+        .map(|r| r.fused(&snapshot, &shipped, EvalMode::Hybrid).len().min(10))
+        .sum();
+    let oov: usize = raws
+        .iter()
+        .map(|r| {
+            let ords: Vec<u32> = r
+                .fused(&snapshot, &shipped, EvalMode::Hybrid)
+                .iter()
+                .map(|h| h.ord)
+                .collect();
+            out_of_vocabulary(&snapshot, &ontology, &ords)
+        })
+        .sum();
     if std::env::var("GOVCAT_BENCH_FAILURES").is_ok_and(|v| v == "1") {
         for (q, r) in queries.iter().zip(&raws) {
             let top: Vec<String> = r
-                .fused(&snapshot, &shipped)
+                .fused(&snapshot, &shipped, EvalMode::Hybrid)
                 .iter()
                 .take(5)
                 .map(|h| snapshot.doc(h.ord).id.clone())
@@ -450,14 +303,14 @@ fn main() {
                     .take(3)
                     .collect();
                 eprintln!(
-                    "MISS {} [{}] {:?}\n   got  {:?}\n   want {:?}",
-                    q.id, q.lang, q.query, top, want
+                    "MISS {} [{:?}] {:?}\n   got  {:?}\n   want {:?}",
+                    q.source, q.lang, q.query, top, want
                 );
             }
         }
     }
     let iban_top = raws[0]
-        .fused(&snapshot, &shipped)
+        .fused(&snapshot, &shipped, EvalMode::Hybrid)
         .first()
         .map(|h| snapshot.doc(h.ord).id.clone());
 
@@ -466,11 +319,11 @@ fn main() {
         "model": snapshot.manifest.model.id,
         "documents": snapshot.docs.len(),
         "queries": {"all": queries.len(), "calibration": cal_q.len(), "held_out": held_q.len(),
-                     "german": queries.iter().filter(|q| q.lang == "de").count(), "negatives": negatives.len()},
+                     "german": queries.iter().filter(|q| q.lang.as_deref() == Some("de")).count(), "negatives": negatives.len()},
         "definitions": {
-            "recall_at_k": "direct precedents (grade 2) in the top k / min(k, number of direct precedents)",
-            "hit_at_k": "share of queries with a direct precedent in the top k",
-            "full_recall_at_10": "all relevant ids (grade 1 and 2) in the top 10 / number of relevant ids",
+            "recall@k": "direct precedents (grade 2) in the top k / min(k, number of direct precedents)",
+            "success@k": "share of queries with a direct precedent in the top k",
+            "full_recall@10": "all relevant ids (grade 1 and 2) in the top 10 / number of relevant ids",
             "mrr": "1 / rank of the first relevant id (any grade)",
             "ndcg_at_10": "graded gain 2^g - 1, log2 discount",
         },
@@ -482,7 +335,7 @@ fn main() {
             "best_calibration_metrics": cal_metrics,
             "best_negative_semantic_rate": tuned_neg,
             "best_per_fusion": by_fusion,
-            "best_params_on_held_out": evaluate(&ranked(&snapshot, &held_r, &tuned, Side::Hybrid), &held_q),
+            "best_params_on_held_out": evaluate(&ranked(&snapshot, &held_r, &tuned, EvalMode::Hybrid), &held_q),
         },
         "negatives_with_semantic_only_entry": negative_semantic_rate(&snapshot, &neg_raws, &shipped),
         "out_of_vocabulary": {"returned_entries": returned, "violations": oov, "rate": oov as f64 / returned.max(1) as f64},
@@ -499,7 +352,7 @@ fn main() {
         .map(|(label, m)| {
             format!(
                 "<tr><td>{label}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td></tr>",
-                m.recall_at_1, m.recall_at_5, m.recall_at_10, m.hit_at_5, m.mrr, m.ndcg_at_10
+                m.recall_at_1, m.recall_at_5, m.recall_at_10, m.success_at_5, m.mrr, m.ndcg_at_10
             )
         })
         .collect();
@@ -508,14 +361,14 @@ fn main() {
 <style>body{{font-family:sans-serif;max-width:900px;margin:2em auto}}td,th{{padding:4px 10px;text-align:right}}td:first-child{{text-align:left}}</style></head><body>\
 <h1>govcat retrieval quality</h1><p>Snapshot {} ({} documents, model {}). {} labelled queries ({} German); metrics below on the {} held-out queries \
 (fusion weights and similarity floor were tuned on the other {}). Out-of-vocabulary entries: {} of {} returned.</p>\
-<table><tr><th>mode</th><th>recall@1</th><th>recall@5</th><th>recall@10</th><th>hit@5</th><th>MRR</th><th>nDCG@10</th></tr>{table}</table>\
-<p>recall@k: direct precedents (grade 2) found in the top k, divided by min(k, number of direct precedents). hit@5: queries with a direct precedent in the top 5.</p>\
+<table><tr><th>mode</th><th>recall@1</th><th>recall@5</th><th>recall@10</th><th>success@5</th><th>MRR</th><th>nDCG@10</th></tr>{table}</table>\
+<p>recall@k: direct precedents (grade 2) found in the top k, divided by min(k, number of direct precedents). success@5: queries with a direct precedent in the top 5.</p>\
 {}<p>Full figures: quality.json. Reproduce: <code>cargo bench --bench quality</code>.</p></body></html>",
         snapshot.manifest.id,
         snapshot.docs.len(),
         snapshot.manifest.model.id,
         queries.len(),
-        queries.iter().filter(|q| q.lang == "de").count(),
+        queries.iter().filter(|q| q.lang.as_deref() == Some("de")).count(),
         held_q.len(),
         cal_q.len(),
         oov,

@@ -112,6 +112,42 @@ pub enum Command {
         domain: String,
         table: String,
     },
+    /// Measure retrieval and tag-suggestion quality on this catalog, next to a textbook
+    /// baseline of the same run (see README, "Measuring quality on your own catalog").
+    Eval {
+        #[command(subcommand)]
+        what: EvalCommand,
+    },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum EvalCommand {
+    /// Labelled queries (JSON lines: {"query", "relevant": {id: grade} | [id, ...]}, optional
+    /// "id", "lang", "negative") → recall, success, MRR, nDCG@10 per mode.
+    Queries {
+        /// Query files; their queries are evaluated together.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Modes to measure, comma-separated.
+        #[arg(long, value_enum, value_delimiter = ',', default_values_t = crate::eval::queries::EvalMode::ALL)]
+        modes: Vec<crate::eval::queries::EvalMode>,
+        /// Which queries take part (by id: calibration = digits divisible by 3).
+        #[arg(long, value_enum, default_value_t = crate::eval::Split::All)]
+        split: crate::eval::Split,
+        /// Also write eval.json and a self-contained eval.html into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+    /// Leave-one-out over the catalog's tagged columns: suggest_tags from the other columns
+    /// vs. the real tags, per key, with two baselines and the precedent conflicts.
+    Tags {
+        /// What a held-out column hides from the precedents.
+        #[arg(long, value_enum, default_value_t = crate::eval::tags::Exclude::Column)]
+        exclude: crate::eval::tags::Exclude,
+        /// Also write eval.json and a self-contained eval.html into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
 }
 
 /// Opens the configured catalog source.
@@ -195,6 +231,7 @@ pub fn run(cli: Cli) -> ExitCode {
         // [dispatch] — commands that are not a single tool call return from here.
         Command::Record { out } => return run_record(&cli, out),
         Command::Index => return run_index(&cli),
+        Command::Eval { what } => return run_eval(&cli, what),
         Command::Search {
             query,
             domains,
@@ -337,6 +374,160 @@ pub fn retrieval_context(cli: &Cli) -> Result<Context, ToolError> {
     Ok(ctx.with_retrieval(embedder, handle))
 }
 
+/// A progress bar on stderr for the steps of `govcat eval`.
+struct EvalBar(indicatif::ProgressBar);
+
+impl crate::eval::Progress for EvalBar {
+    fn start(&self, what: &str, total: u64) {
+        self.0.reset();
+        self.0.set_length(total);
+        self.0.set_message(what.to_string());
+    }
+    fn advance(&self, n: u64) {
+        self.0.inc(n);
+    }
+    fn finish(&self) {
+        self.0.finish();
+    }
+}
+
+/// `govcat eval queries|tags`: prints the structured report under `--json`, a summary
+/// otherwise; `--report DIR` also writes eval.json and eval.html.
+fn run_eval(cli: &Cli, what: &EvalCommand) -> ExitCode {
+    use crate::eval::{queries, report, tags};
+    let bar = EvalBar(progress_bar());
+    let result = (|| -> Result<(Value, String, Option<PathBuf>), ToolError> {
+        let ctx = retrieval_context(cli)?;
+        match what {
+            EvalCommand::Queries {
+                files,
+                modes,
+                split,
+                report: dir,
+            } => {
+                let (snapshot, embedder) = ctx.retrieval_parts()?;
+                let options = queries::QueryOptions {
+                    files: files.clone(),
+                    modes: modes.clone(),
+                    split: *split,
+                };
+                let r = queries::run(
+                    &snapshot,
+                    embedder.as_ref(),
+                    &ctx.ontology,
+                    &ctx.retrieval,
+                    &options,
+                    &bar,
+                )?;
+                let mut summary = format!(
+                    "{:<9} {:>7} {:>8} {:>8} {:>9} {:>7} {:>8} {:>10} {:>9}\n",
+                    "MODE",
+                    "QUERIES",
+                    "RECALL@5",
+                    "SUCC@5",
+                    "MRR",
+                    "NDCG@10",
+                    "OOV",
+                    "NDCG/BASE",
+                    "MRR/BASE"
+                );
+                for (mode, m) in &r.modes {
+                    let ratio = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.3}"));
+                    summary += &format!(
+                        "{:<9} {:>7} {:>8.3} {:>8.3} {:>9.3} {:>7.3} {:>8} {:>10} {:>9}\n",
+                        mode,
+                        m.metrics.queries,
+                        m.metrics.recall_at_5,
+                        m.metrics.success_at_5,
+                        m.metrics.mrr,
+                        m.metrics.ndcg_at_10,
+                        m.metrics.out_of_vocabulary,
+                        ratio(m.ratio_to_baseline.and_then(|r| r.ndcg_at_10)),
+                        ratio(m.ratio_to_baseline.and_then(|r| r.mrr)),
+                    );
+                }
+                summary += &format!("{:.1} s\n", r.wall_seconds);
+                if let Some(dir) = dir {
+                    report::write(dir, &r, &report::queries_html(&r))?;
+                }
+                Ok((
+                    serde_json::to_value(&r).unwrap_or(Value::Null),
+                    summary,
+                    dir.clone(),
+                ))
+            }
+            EvalCommand::Tags {
+                exclude,
+                report: dir,
+            } => {
+                let r = tags::run(&ctx, *exclude, &bar)?;
+                let mut summary = format!(
+                    "{:<16} {:>7} {:>10} {:>8} {:>9} {:>9} {:>12}\n",
+                    "KEY",
+                    "COLUMNS",
+                    "ACCURACY@1",
+                    "COVERAGE",
+                    "ANSWERED",
+                    "MAJORITY",
+                    "NAME-OVERLAP"
+                );
+                for (key, k) in &r.keys {
+                    summary += &format!(
+                        "{:<16} {:>7} {:>10.3} {:>8.3} {:>9} {:>9.3} {:>12.3}\n",
+                        key,
+                        k.columns,
+                        k.accuracy_at_1,
+                        k.coverage,
+                        k.accuracy_when_answered
+                            .map_or("-".to_string(), |x| format!("{x:.3}")),
+                        k.baseline_majority,
+                        k.baseline_name_overlap
+                    );
+                }
+                summary += &format!(
+                    "{} precedent conflicts; {} columns in {:.1} s\n",
+                    r.conflicts.len(),
+                    r.columns,
+                    r.wall_seconds
+                );
+                if let Some(dir) = dir {
+                    report::write(dir, &r, &report::tags_html(&r))?;
+                }
+                Ok((
+                    serde_json::to_value(&r).unwrap_or(Value::Null),
+                    summary,
+                    dir.clone(),
+                ))
+            }
+        }
+    })();
+    match result {
+        Ok((value, summary, dir)) => {
+            if cli.json {
+                print_json(&value);
+            } else {
+                print!("{summary}");
+                if let Some(dir) = dir {
+                    println!("wrote {} and eval.html", dir.join("eval.json").display());
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => report_error(cli, &e),
+    }
+}
+
+/// An empty progress bar on stderr (drawn only on a terminal).
+fn progress_bar() -> indicatif::ProgressBar {
+    indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    )
+}
+
 /// A progress bar on stderr for the embedding step.
 struct Bar(indicatif::ProgressBar);
 
@@ -359,13 +550,7 @@ fn run_index(cli: &Cli) -> ExitCode {
     let result = (|| -> Result<(crate::index::Manifest, crate::index::EmbedReport), ToolError> {
         let ctx = context(cli)?;
         let embedder = load_embedder()?;
-        let bar = indicatif::ProgressBar::new(0).with_style(
-            indicatif::ProgressStyle::with_template(
-                "{msg} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
+        let bar = progress_bar();
         if cli.json {
             bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
         }

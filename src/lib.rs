@@ -29,6 +29,9 @@
 //! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp`, REST `/v1/tools`, health,
 //!   metrics, RFC 9728 metadata) behind the token guard, and MCP over stdio; thin adapters over
 //!   `tools::call` that audit every call and refuse to answer one they could not audit.
+//! - [`eval`]: quality measured on any catalog (`govcat eval queries|tags`): recall, MRR,
+//!   nDCG and leave-one-out tag accuracy, each next to a textbook baseline of the same run;
+//!   JSON and a self-contained HTML report. The `quality` bench uses the same code.
 //! - [`cli`]: the `govcat` command line, a thin adapter over `tools`.
 
 /// Default snapshot directory, relative to the working directory.
@@ -39,6 +42,7 @@ pub mod auth;
 pub mod catalog;
 pub mod cli;
 pub mod embed;
+pub mod eval;
 pub mod index;
 pub mod limits;
 pub mod ontology;

@@ -260,8 +260,20 @@ pub fn check_limits(input: &Input) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// Validates the input and runs the search; returns the output and the full hit list.
+/// Validates the input and runs the search.
 pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
+    run_excluding(ctx, caller, input, &|_| false)
+}
+
+/// [`run`] with the documents `exclude` names left out of the answer before paging: an
+/// internal hook for `govcat eval tags` (a column must not be its own precedent), never
+/// reachable from a tool call.
+pub fn run_excluding(
+    ctx: &Context,
+    caller: &Caller,
+    input: Input,
+    exclude: &dyn Fn(&crate::index::documents::Document) -> bool,
+) -> Result<Output, ToolError> {
     check_limits(&input)?;
     let (snapshot, embedder) = ctx.retrieval_parts()?;
     let description = input.description.trim().to_string();
@@ -332,12 +344,14 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
             cursor.offset
         }
     };
-    let hits = retrieval::search(&snapshot, embedder.as_ref(), &params, &query).map_err(|e| {
-        ToolError::new(
-            "RetrievalFailed",
-            format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"),
-        )
-    })?;
+    let mut hits =
+        retrieval::search(&snapshot, embedder.as_ref(), &params, &query).map_err(|e| {
+            ToolError::new(
+                "RetrievalFailed",
+                format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"),
+            )
+        })?;
+    hits.retain(|h| !exclude(snapshot.doc(h.ord)));
     let total = hits.len();
     let page: Vec<Entry> = hits
         .iter()

@@ -146,6 +146,17 @@ impl Tally {
 }
 
 pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
+    run_excluding(ctx, caller, input, &|_| false)
+}
+
+/// [`run`] with the precedents `exclude` names left out (see
+/// [`find_precedents::run_excluding`]): `govcat eval tags` hides the column under test.
+pub fn run_excluding(
+    ctx: &Context,
+    caller: &Caller,
+    input: Input,
+    exclude: &dyn Fn(&crate::index::documents::Document) -> bool,
+) -> Result<Output, ToolError> {
     let target = match (&input.domain, &input.table) {
         (Some(d), Some(t)) => Some((d.clone(), t.clone())),
         (None, None) => None,
@@ -156,7 +167,7 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
             ))
         }
     };
-    let found = find_precedents::run(
+    let found = find_precedents::run_excluding(
         ctx,
         caller,
         find_precedents::Input {
@@ -167,6 +178,7 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
             cursor: None,
             mode: None,
         },
+        exclude,
     )?;
     let dataset = match &target {
         Some((d, t)) => {

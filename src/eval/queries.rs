@@ -1,0 +1,768 @@
+//! `govcat eval queries`: a labelled query file against a snapshot, for every retrieval mode
+//! and the textbook [`baseline`](super::baseline) of the same run. The metric definitions
+//! live here once; `benches/quality.rs` and `scripts/perf-report.sh` use them too.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::baseline::Baseline;
+use super::{is_calibration, Progress, Split};
+use crate::embed::Embedder;
+use crate::index::documents::Kind;
+use crate::index::Snapshot;
+use crate::ontology::Ontology;
+use crate::retrieval::{self, Hit, Params};
+use crate::tools::ToolError;
+
+/// Entries of a ranking the metrics look at.
+pub const DEPTH: usize = 10;
+/// Entries named per query as having outranked its first direct precedent.
+const OUTRANKED_SHOWN: usize = 10;
+
+/// One labelled query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Labelled {
+    /// `id` of the line, if it has one.
+    pub id: Option<String>,
+    /// Where it came from: `FILE:LINE`.
+    pub source: String,
+    pub query: String,
+    pub lang: Option<String>,
+    /// Entry id → grade (a list in the file means grade 1 for each).
+    pub relevant: BTreeMap<String, u8>,
+    /// A query about something the catalog does not hold (`negative: true` or no relevant
+    /// ids): not in the metrics, counted for the semantic-only share.
+    pub negative: bool,
+}
+
+impl Labelled {
+    /// The ids of the highest grade this query has: its direct precedents.
+    pub fn direct(&self) -> Vec<&String> {
+        let top = self.relevant.values().copied().max().unwrap_or(0);
+        self.relevant
+            .iter()
+            .filter(|(_, g)| **g == top && top > 0)
+            .map(|(id, _)| id)
+            .collect()
+    }
+}
+
+fn bad_line(source: &str, problem: impl std::fmt::Display) -> ToolError {
+    ToolError::new(
+        "InvalidQueryFile",
+        format!("{source}: {problem}; each line must be a JSON object {{\"query\": str, \"relevant\": {{id: grade}} or [id, ...]}} with optional \"id\", \"lang\", \"negative\" (see README, \"Measuring quality on your own catalog\")"),
+    )
+    .with("line", source)
+}
+
+/// Parses one line of a query file.
+fn parse_line(source: &str, line: &str) -> Result<Labelled, ToolError> {
+    let v: Value = serde_json::from_str(line).map_err(|e| bad_line(source, e))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| bad_line(source, "not a JSON object"))?;
+    let known = ["id", "query", "relevant", "lang", "negative"];
+    if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(bad_line(
+            source,
+            format!("unknown field \"{k}\" (known: {})", known.join(", ")),
+        ));
+    }
+    let query = obj
+        .get("query")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .ok_or_else(|| bad_line(source, "\"query\" is missing, not a string or empty"))?
+        .to_string();
+    let id = match obj.get("id") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(_) => return Err(bad_line(source, "\"id\" must be a string or a number")),
+    };
+    let lang = match obj.get("lang") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(bad_line(source, "\"lang\" must be a string")),
+    };
+    let mut relevant = BTreeMap::new();
+    match obj.get("relevant") {
+        Some(Value::Object(m)) => {
+            for (k, g) in m {
+                let grade = g.as_u64().filter(|g| (1..=10).contains(g)).ok_or_else(|| {
+                    bad_line(source, format!("grade of {k} must be an integer 1-10"))
+                })?;
+                relevant.insert(k.clone(), grade as u8);
+            }
+        }
+        Some(Value::Array(a)) => {
+            for x in a {
+                let k = x
+                    .as_str()
+                    .ok_or_else(|| bad_line(source, "\"relevant\" as a list holds id strings"))?;
+                relevant.insert(k.to_string(), 1);
+            }
+        }
+        None => {}
+        Some(_) => {
+            return Err(bad_line(
+                source,
+                "\"relevant\" must be an object {id: grade} or a list of ids",
+            ))
+        }
+    }
+    let negative = match obj.get("negative") {
+        None => relevant.is_empty(),
+        Some(Value::Bool(true)) if relevant.is_empty() => true,
+        Some(Value::Bool(true)) => {
+            return Err(bad_line(
+                source,
+                "\"negative\": true but \"relevant\" lists ids; a negative query has none",
+            ))
+        }
+        Some(Value::Bool(false)) if relevant.is_empty() => {
+            return Err(bad_line(
+                source,
+                "\"relevant\" is empty; list the ids that answer the query, or mark it \"negative\": true",
+            ))
+        }
+        Some(Value::Bool(false)) => false,
+        Some(_) => return Err(bad_line(source, "\"negative\" must be true or false")),
+    };
+    Ok(Labelled {
+        id,
+        source: source.to_string(),
+        query,
+        lang,
+        relevant,
+        negative,
+    })
+}
+
+/// Reads a query file (JSON lines; blank lines skipped).
+pub fn read_queries(path: &Path) -> Result<Vec<Labelled>, ToolError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ToolError::new(
+            "InvalidQueryFile",
+            format!(
+                "cannot read query file {}: {e}; check the path",
+                path.display()
+            ),
+        )
+    })?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(parse_line(&format!("{}:{}", path.display(), i + 1), line)?);
+    }
+    if out.is_empty() {
+        return Err(ToolError::new(
+            "InvalidQueryFile",
+            format!(
+                "query file {} holds no query; one JSON object a line is expected",
+                path.display()
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// Quality figures of one ranking over a set of queries. Every share is rounded to 4 places.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize)]
+pub struct Metrics {
+    pub queries: usize,
+    /// Direct precedents (the query's top grade) in the top k / min(k, their number).
+    #[serde(rename = "recall@1")]
+    pub recall_at_1: f64,
+    #[serde(rename = "recall@5")]
+    pub recall_at_5: f64,
+    #[serde(rename = "recall@10")]
+    pub recall_at_10: f64,
+    /// Relevant ids of every grade in the top 10 / their number.
+    #[serde(rename = "full_recall@10")]
+    pub full_recall_at_10: f64,
+    /// Share of queries with a direct precedent in the top k.
+    #[serde(rename = "success@1")]
+    pub success_at_1: f64,
+    #[serde(rename = "success@5")]
+    pub success_at_5: f64,
+    #[serde(rename = "success@10")]
+    pub success_at_10: f64,
+    /// Mean of 1 / rank of the first relevant id of any grade (0 when none in the top 10).
+    pub mrr: f64,
+    /// Graded gain 2^g - 1, log2 discount, ideal ordering of the query's grades.
+    #[serde(rename = "ndcg@10")]
+    pub ndcg_at_10: f64,
+    /// Returned entries (top 10) that are not snapshot documents or carry a tag value outside
+    /// the ontology. Must be 0.
+    pub out_of_vocabulary: usize,
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+/// Metrics of `ranked` (entry ids, best first; only the first [`DEPTH`] are read) against the
+/// labels, query by query in the same order. Negative queries must not be passed.
+pub fn metrics(ranked: &[Vec<String>], labelled: &[&Labelled]) -> Metrics {
+    let mut m = Metrics {
+        queries: labelled.len(),
+        ..Default::default()
+    };
+    for (ids, q) in ranked.iter().zip(labelled) {
+        let ids = &ids[..ids.len().min(DEPTH)];
+        let direct = q.direct();
+        let found = |k: usize| ids.iter().take(k).filter(|id| direct.contains(id)).count();
+        let recall = |k: usize| found(k) as f64 / direct.len().min(k).max(1) as f64;
+        m.recall_at_1 += recall(1);
+        m.recall_at_5 += recall(5);
+        m.recall_at_10 += recall(10);
+        m.success_at_1 += f64::from(found(1) > 0);
+        m.success_at_5 += f64::from(found(5) > 0);
+        m.success_at_10 += f64::from(found(10) > 0);
+        m.full_recall_at_10 += ids.iter().filter(|id| q.relevant.contains_key(*id)).count() as f64
+            / q.relevant.len().max(1) as f64;
+        if let Some(pos) = ids.iter().position(|id| q.relevant.contains_key(id)) {
+            m.mrr += 1.0 / (pos as f64 + 1.0);
+        }
+        let gain = |g: u8| 2f64.powi(i32::from(g)) - 1.0;
+        let discount = |i: usize| (i as f64 + 2.0).log2();
+        let dcg: f64 = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| gain(*q.relevant.get(id).unwrap_or(&0)) / discount(i))
+            .sum();
+        let mut grades: Vec<u8> = q.relevant.values().copied().collect();
+        grades.sort_by(|a, b| b.cmp(a));
+        let idcg: f64 = grades
+            .iter()
+            .take(DEPTH)
+            .enumerate()
+            .map(|(i, g)| gain(*g) / discount(i))
+            .sum();
+        m.ndcg_at_10 += if idcg > 0.0 { dcg / idcg } else { 0.0 };
+    }
+    let n = labelled.len().max(1) as f64;
+    for v in [
+        &mut m.recall_at_1,
+        &mut m.recall_at_5,
+        &mut m.recall_at_10,
+        &mut m.full_recall_at_10,
+        &mut m.success_at_1,
+        &mut m.success_at_5,
+        &mut m.success_at_10,
+        &mut m.mrr,
+        &mut m.ndcg_at_10,
+    ] {
+        *v = round4(*v / n);
+    }
+    m
+}
+
+/// A ranking method under evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum EvalMode {
+    Bm25,
+    Dense,
+    Hybrid,
+    Baseline,
+}
+
+impl EvalMode {
+    pub const ALL: [EvalMode; 4] = [
+        EvalMode::Bm25,
+        EvalMode::Dense,
+        EvalMode::Hybrid,
+        EvalMode::Baseline,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvalMode::Bm25 => "bm25",
+            EvalMode::Dense => "dense",
+            EvalMode::Hybrid => "hybrid",
+            EvalMode::Baseline => "baseline",
+        }
+    }
+}
+
+/// The product's candidates of one query, retrieved once and fused per mode.
+pub struct Raw {
+    pub lexical: Vec<(u32, f32)>,
+    pub dense: Vec<(u32, f32)>,
+    pub asks_for_identifier: bool,
+}
+
+impl Raw {
+    /// Retrieves both sides over every domain and both kinds, exactly as `find_precedents`
+    /// does for a caller who may read everything.
+    pub fn retrieve(
+        snapshot: &Snapshot,
+        embedder: &dyn Embedder,
+        description: &str,
+    ) -> Result<Raw, ToolError> {
+        let kinds = Kind::ALL;
+        let query = retrieval::Query {
+            description,
+            domains: &snapshot.domains,
+            kinds: &kinds,
+            mode: retrieval::Mode::Hybrid,
+        };
+        let (lexical, dense) = retrieval::candidates(snapshot, embedder, &query).map_err(|e| {
+            ToolError::new(
+                "RetrievalFailed",
+                format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"),
+            )
+        })?;
+        Ok(Raw {
+            lexical,
+            dense,
+            asks_for_identifier: retrieval::asks_for_identifier(snapshot, description),
+        })
+    }
+
+    /// The fused ranking `mode` gives (not for the baseline), the same as
+    /// `find_precedents` with that mode.
+    pub fn fused(&self, snapshot: &Snapshot, params: &Params, mode: EvalMode) -> Vec<Hit> {
+        let none: &[(u32, f32)] = &[];
+        let (l, d) = match mode {
+            EvalMode::Bm25 => (self.lexical.as_slice(), none),
+            EvalMode::Dense => (none, self.dense.as_slice()),
+            EvalMode::Hybrid | EvalMode::Baseline => {
+                (self.lexical.as_slice(), self.dense.as_slice())
+            }
+        };
+        retrieval::fuse(snapshot, params, l, d, self.asks_for_identifier)
+    }
+}
+
+/// One ranked answer: ordinals best first, and which of them only the dense side found.
+struct Answer {
+    ords: Vec<u32>,
+    semantic_only: bool,
+}
+
+/// What `eval queries` was asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryOptions {
+    pub files: Vec<PathBuf>,
+    pub modes: Vec<EvalMode>,
+    pub split: Split,
+}
+
+/// nDCG@10 and MRR of a mode divided by the baseline's of the same run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Ratio {
+    #[serde(rename = "ndcg@10")]
+    pub ndcg_at_10: Option<f64>,
+    pub mrr: Option<f64>,
+}
+
+/// Figures of one mode.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModeReport {
+    #[serde(flatten)]
+    pub metrics: Metrics,
+    /// Negative queries evaluated.
+    pub negatives: usize,
+    /// Share of negative queries whose answer holds an entry only the dense side found
+    /// (`null` without negatives).
+    pub negatives_with_semantic_only: Option<f64>,
+    /// `null` when the baseline did not run.
+    pub ratio_to_baseline: Option<Ratio>,
+}
+
+/// One mode's answer to one query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueryOutcome {
+    /// Rank (1-based) of the first direct precedent in the whole answer; `null` if absent.
+    pub first_direct_rank: Option<usize>,
+    /// Entries ranked above the first direct precedent (the top 10 when there is none), at
+    /// most 10.
+    pub outranked_by: Vec<String>,
+    /// Negative queries: whether the answer holds a semantic-only entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semantic_only: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PerQuery {
+    pub id: Option<String>,
+    pub source: String,
+    pub query: String,
+    pub lang: Option<String>,
+    pub negative: bool,
+    pub direct: usize,
+    pub relevant: usize,
+    pub modes: BTreeMap<String, QueryOutcome>,
+}
+
+/// What ran, echoed (rule 11).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueriesRequest {
+    pub files: Vec<String>,
+    pub split: Split,
+    pub modes: Vec<EvalMode>,
+    pub snapshot_id: String,
+    pub model: String,
+    pub documents: usize,
+    pub params: Params,
+    pub baseline: &'static str,
+    pub definitions: BTreeMap<&'static str, &'static str>,
+}
+
+/// The result of `govcat eval queries`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueriesReport {
+    pub modes: BTreeMap<String, ModeReport>,
+    /// Queries per language (metrics of the hybrid mode), when the file names languages.
+    pub by_lang: BTreeMap<String, BTreeMap<String, Metrics>>,
+    pub per_query: Vec<PerQuery>,
+    pub request: QueriesRequest,
+    /// `"contains an EU IBAN"` style sanity: the first query's top hybrid entry.
+    pub wall_seconds: f64,
+}
+
+pub const BASELINE_DEFINITION: &str = "BM25 over name words and description (tantivy en_stem: lower-case, Porter2; k1 1.2, b 0.75; no glossary, boosts or trigrams) + all-MiniLM-L6-v2 exact cosine over the same text (no floor), reciprocal-rank fusion k=60 with equal weights, top 100 of each side";
+
+fn definitions() -> BTreeMap<&'static str, &'static str> {
+    BTreeMap::from([
+        ("recall@k", "direct precedents (ids of the query's top grade) in the top k / min(k, number of direct precedents)"),
+        ("full_recall@10", "relevant ids of every grade in the top 10 / number of relevant ids"),
+        ("success@k", "share of queries with a direct precedent in the top k"),
+        ("mrr", "mean of 1 / rank of the first relevant id of any grade in the top 10"),
+        ("ndcg@10", "graded gain 2^g - 1, log2 discount, ideal = the query's grades sorted"),
+        ("out_of_vocabulary", "returned entries (top 10) that are not snapshot documents or carry a tag value outside the ontology; must be 0"),
+        ("negatives_with_semantic_only", "share of negative queries whose answer (all pages) holds an entry found only by the dense side"),
+        ("split", "calibration: queries whose id's digits are divisible by 3; held-out: the rest"),
+    ])
+}
+
+/// Entries among the first [`DEPTH`] of `ords` that are not snapshot documents or carry a
+/// present tag value outside the ontology.
+pub fn out_of_vocabulary(snapshot: &Snapshot, ontology: &Ontology, ords: &[u32]) -> usize {
+    ords.iter()
+        .take(DEPTH)
+        .filter(|&&o| {
+            let Some(d) = snapshot.docs.get(o as usize) else {
+                return true;
+            };
+            d.lf_tags.as_ref().is_some_and(|tags| {
+                tags.iter()
+                    .any(|(k, t)| t.value().is_some_and(|v| !ontology.contains(k, v)))
+            })
+        })
+        .count()
+}
+
+/// Checks every relevant id against the snapshot, so a label that names nothing is an error
+/// and never a silent miss.
+fn check_ids(snapshot: &Snapshot, queries: &[Labelled]) -> Result<(), ToolError> {
+    let known: HashSet<&str> = snapshot.docs.iter().map(|d| d.id.as_str()).collect();
+    let unknown: Vec<String> = queries
+        .iter()
+        .flat_map(|q| {
+            q.relevant
+                .keys()
+                .filter(|id| !known.contains(id.as_str()))
+                .map(move |id| format!("{} {id}", q.source))
+        })
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        "UnknownRelevantId",
+        format!(
+            "{} relevant id(s) are not entries of snapshot {} (first: {}); ids are column:<domain>.<table>.<column> or ontology:<key>=<value> as find_precedents returns them. Check that --catalog/--index point at the catalog the labels were written for (rebuild with `govcat index`), or fix the labels",
+            unknown.len(),
+            snapshot.manifest.id,
+            unknown.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+        ),
+    )
+    .with("unknown", unknown))
+}
+
+/// Runs the evaluation.
+pub fn run(
+    snapshot: &Snapshot,
+    embedder: &dyn Embedder,
+    ontology: &Ontology,
+    params: &Params,
+    options: &QueryOptions,
+    progress: &dyn Progress,
+) -> Result<QueriesReport, ToolError> {
+    let started = std::time::Instant::now();
+    let mut queries = Vec::new();
+    for f in &options.files {
+        queries.extend(read_queries(f)?);
+    }
+    if options.split != Split::All {
+        if let Some(q) = queries.iter().find(|q| q.id.is_none()) {
+            return Err(ToolError::new(
+                "InvalidArguments",
+                format!(
+                    "--split {} needs an id on every query, and {} has none; add ids or use --split all",
+                    options.split.as_str(),
+                    q.source
+                ),
+            ));
+        }
+        queries.retain(|q| {
+            let cal = q.id.as_deref().is_some_and(is_calibration);
+            cal == (options.split == Split::Calibration)
+        });
+    }
+    check_ids(snapshot, &queries)?;
+    let modes: Vec<EvalMode> = {
+        let mut m = options.modes.clone();
+        m.sort();
+        m.dedup();
+        m
+    };
+    let baseline = if modes.contains(&EvalMode::Baseline) {
+        progress.start("baseline: embedding documents", snapshot.docs.len() as u64);
+        let b = Baseline::build(snapshot, embedder, &|n| progress.advance(n))?;
+        progress.finish();
+        Some(b)
+    } else {
+        None
+    };
+    progress.start("retrieving queries", queries.len() as u64);
+    let mut answers: Vec<BTreeMap<EvalMode, Answer>> = Vec::with_capacity(queries.len());
+    for q in &queries {
+        let raw = Raw::retrieve(snapshot, embedder, &q.query)?;
+        let mut per_mode = BTreeMap::new();
+        for &mode in &modes {
+            let answer = match (mode, &baseline) {
+                (EvalMode::Baseline, Some(b)) => {
+                    let ords = b.rank(snapshot, embedder, &q.query)?;
+                    let lexical: HashSet<u32> =
+                        b.bm25(&q.query)?.into_iter().map(|(o, _)| o).collect();
+                    Answer {
+                        semantic_only: ords.iter().any(|o| !lexical.contains(o)),
+                        ords,
+                    }
+                }
+                _ => {
+                    let hits = raw.fused(snapshot, params, mode);
+                    Answer {
+                        semantic_only: hits.iter().any(|h| h.bm25_rank.is_none()),
+                        ords: hits.iter().map(|h| h.ord).collect(),
+                    }
+                }
+            };
+            per_mode.insert(mode, answer);
+        }
+        answers.push(per_mode);
+        progress.advance(1);
+    }
+    progress.finish();
+
+    let id_of = |o: &u32| snapshot.doc(*o).id.clone();
+    let positives: Vec<usize> = (0..queries.len())
+        .filter(|&i| !queries[i].negative)
+        .collect();
+    let negatives: Vec<usize> = (0..queries.len())
+        .filter(|&i| queries[i].negative)
+        .collect();
+    let mut mode_metrics: BTreeMap<EvalMode, (Metrics, Option<f64>)> = BTreeMap::new();
+    let mut by_lang: BTreeMap<String, BTreeMap<String, Metrics>> = BTreeMap::new();
+    for &mode in &modes {
+        let ranked: Vec<Vec<String>> = positives
+            .iter()
+            .map(|&i| {
+                answers[i][&mode]
+                    .ords
+                    .iter()
+                    .take(DEPTH)
+                    .map(id_of)
+                    .collect()
+            })
+            .collect();
+        let labelled: Vec<&Labelled> = positives.iter().map(|&i| &queries[i]).collect();
+        let mut m = metrics(&ranked, &labelled);
+        m.out_of_vocabulary = positives
+            .iter()
+            .chain(&negatives)
+            .map(|&i| out_of_vocabulary(snapshot, ontology, &answers[i][&mode].ords))
+            .sum();
+        let neg = (!negatives.is_empty()).then(|| {
+            round4(
+                negatives
+                    .iter()
+                    .filter(|&&i| answers[i][&mode].semantic_only)
+                    .count() as f64
+                    / negatives.len() as f64,
+            )
+        });
+        let langs: HashSet<&str> = labelled.iter().filter_map(|q| q.lang.as_deref()).collect();
+        if langs.len() > 1 {
+            for lang in langs {
+                let (r, l): (Vec<Vec<String>>, Vec<&Labelled>) = ranked
+                    .iter()
+                    .zip(&labelled)
+                    .filter(|(_, q)| q.lang.as_deref() == Some(lang))
+                    .map(|(r, q)| (r.clone(), *q))
+                    .unzip();
+                by_lang
+                    .entry(lang.to_string())
+                    .or_default()
+                    .insert(mode.as_str().to_string(), metrics(&r, &l));
+            }
+        }
+        mode_metrics.insert(mode, (m, neg));
+    }
+    let base = mode_metrics.get(&EvalMode::Baseline).map(|(m, _)| *m);
+    let ratio = |x: f64, b: f64| (b > 0.0).then(|| (x / b * 1000.0).round() / 1000.0);
+    let modes_out: BTreeMap<String, ModeReport> = mode_metrics
+        .iter()
+        .map(|(mode, (m, neg))| {
+            (
+                mode.as_str().to_string(),
+                ModeReport {
+                    metrics: *m,
+                    negatives: negatives.len(),
+                    negatives_with_semantic_only: *neg,
+                    ratio_to_baseline: base.map(|b| Ratio {
+                        ndcg_at_10: ratio(m.ndcg_at_10, b.ndcg_at_10),
+                        mrr: ratio(m.mrr, b.mrr),
+                    }),
+                },
+            )
+        })
+        .collect();
+    let per_query = queries
+        .iter()
+        .zip(&answers)
+        .map(|(q, per_mode)| {
+            let direct = q.direct();
+            PerQuery {
+                id: q.id.clone(),
+                source: q.source.clone(),
+                query: q.query.clone(),
+                lang: q.lang.clone(),
+                negative: q.negative,
+                direct: direct.len(),
+                relevant: q.relevant.len(),
+                modes: per_mode
+                    .iter()
+                    .map(|(mode, a)| {
+                        let first = a
+                            .ords
+                            .iter()
+                            .position(|o| direct.contains(&&snapshot.doc(*o).id));
+                        let above = first.unwrap_or(DEPTH).min(OUTRANKED_SHOWN);
+                        (
+                            mode.as_str().to_string(),
+                            QueryOutcome {
+                                first_direct_rank: first.map(|p| p + 1),
+                                outranked_by: a.ords.iter().take(above).map(id_of).collect(),
+                                semantic_only: q.negative.then_some(a.semantic_only),
+                            },
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    Ok(QueriesReport {
+        modes: modes_out,
+        by_lang,
+        per_query,
+        request: QueriesRequest {
+            files: options
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            split: options.split,
+            modes,
+            snapshot_id: snapshot.manifest.id.clone(),
+            model: snapshot.manifest.model.id.clone(),
+            documents: snapshot.docs.len(),
+            params: *params,
+            baseline: BASELINE_DEFINITION,
+            definitions: definitions(),
+        },
+        wall_seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labelled(relevant: &[(&str, u8)]) -> Labelled {
+        Labelled {
+            id: Some("q001".into()),
+            source: "t:1".into(),
+            query: "q".into(),
+            lang: None,
+            relevant: relevant.iter().map(|(k, g)| (k.to_string(), *g)).collect(),
+            negative: false,
+        }
+    }
+
+    #[test]
+    fn metrics_follow_their_definitions_on_a_hand_computed_ranking() {
+        let q = labelled(&[("a", 2), ("b", 2), ("c", 1)]);
+        // a direct precedent at rank 2, a grade-1 id at rank 1, the other direct one absent.
+        let ranked = vec![vec!["c".to_string(), "a".into(), "x".into()]];
+        let m = metrics(&ranked, &[&q]);
+        assert_eq!(m.recall_at_1, 0.0);
+        assert_eq!(m.recall_at_5, 0.5);
+        assert_eq!(m.success_at_1, 0.0);
+        assert_eq!(m.success_at_5, 1.0);
+        assert_eq!(m.full_recall_at_10, round4(2.0 / 3.0));
+        assert_eq!(m.mrr, 1.0);
+        let dcg = 1.0 / 2f64.log2() + 3.0 / 3f64.log2();
+        let idcg = 3.0 / 2f64.log2() + 3.0 / 3f64.log2() + 1.0 / 4f64.log2();
+        assert_eq!(m.ndcg_at_10, round4(dcg / idcg));
+    }
+
+    #[test]
+    fn a_list_of_ids_makes_every_id_a_direct_precedent() {
+        let q = parse_line(
+            "f:1",
+            r#"{"query": "x", "relevant": ["column:a.b.c", "column:a.b.d"]}"#,
+        )
+        .unwrap();
+        assert_eq!(q.direct().len(), 2);
+        assert!(!q.negative);
+        let n = parse_line("f:2", r#"{"query": "x", "relevant": {}}"#).unwrap();
+        assert!(n.negative);
+    }
+
+    #[test]
+    fn bad_lines_are_refused_with_the_line_named() {
+        for (line, problem) in [
+            (
+                r#"{"query": "", "relevant": ["a"]}"#,
+                "\"query\" is missing",
+            ),
+            (r#"{"query": "x", "relevant": {"a": 0}}"#, "grade of a"),
+            (
+                r#"{"query": "x", "relevnt": ["a"]}"#,
+                "unknown field \"relevnt\"",
+            ),
+            (
+                r#"{"query": "x", "negative": true, "relevant": ["a"]}"#,
+                "\"negative\": true",
+            ),
+            ("not json", "f:7:"),
+        ] {
+            let e = parse_line("f:7", line).unwrap_err();
+            assert_eq!(e.kind, "InvalidQueryFile");
+            assert!(e.message.starts_with("f:7: "), "{}", e.message);
+            assert!(e.message.contains(problem), "{} lacks {problem}", e.message);
+        }
+    }
+}
