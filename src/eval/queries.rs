@@ -53,7 +53,7 @@ impl Labelled {
 fn bad_line(source: &str, problem: impl std::fmt::Display) -> ToolError {
     ToolError::new(
         "InvalidQueryFile",
-        format!("{source}: {problem}; each line must be a JSON object {{\"query\": str, \"relevant\": {{id: grade}} or [id, ...]}} with optional \"id\", \"lang\", \"negative\" (see README, \"Measuring quality on your own catalog\")"),
+        format!("{source}: {problem}; each line must be a JSON object {{\"query\": str, \"relevant\": {{id: grade}} or [id, ...]}} with optional \"id\", \"lang\", \"negative\"; other fields are ignored (see README, \"Measuring quality on your own catalog\")"),
     )
     .with("line", source)
 }
@@ -64,11 +64,12 @@ fn parse_line(source: &str, line: &str) -> Result<Labelled, ToolError> {
     let obj = v
         .as_object()
         .ok_or_else(|| bad_line(source, "not a JSON object"))?;
-    let known = ["id", "query", "relevant", "lang", "negative"];
-    if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
+    // Other fields (a converter's annotations) are ignored; `relevant` must be there, so a
+    // misspelt one is an error and not a silent negative.
+    if !obj.contains_key("relevant") && obj.get("negative") != Some(&Value::Bool(true)) {
         return Err(bad_line(
             source,
-            format!("unknown field \"{k}\" (known: {})", known.join(", ")),
+            "\"relevant\" is missing; list the ids that answer the query (an empty {} or \"negative\": true for a query the catalog cannot answer)",
         ));
     }
     let query = obj
@@ -751,7 +752,7 @@ mod tests {
             (r#"{"query": "x", "relevant": {"a": 0}}"#, "grade of a"),
             (
                 r#"{"query": "x", "relevnt": ["a"]}"#,
-                "unknown field \"relevnt\"",
+                "\"relevant\" is missing",
             ),
             (
                 r#"{"query": "x", "negative": true, "relevant": ["a"]}"#,
