@@ -10,8 +10,9 @@
 #   PERF_SCALE_SIZES=1000      scale sizes (quick by default); 1000,10000,100000,1000000 for
 #                              all (100k takes ~10 min, 1M hours: see benches/scale.rs).
 #   PERF_LOAD_SECONDS=300      duration of each load_faults scenario.
-#   PERF_SKIP=a,b              benches not to run (their last JSON in target/bench is reused):
-#                              quality, scale, http_load, load_faults.
+#   PERF_SKIP=a,b              benches not to run (their last JSON in target/bench is reused,
+#                              or the page's previous section is carried over, marked so):
+#                              quality, scale, http_load, load_faults, eval.
 # Needs the model (scripts/fetch-model.sh) and, for the aws scenario, .venv with moto
 # (scripts/setup-python.sh).
 set -euo pipefail
@@ -74,5 +75,30 @@ run http_load --tools find_precedents --concurrency 1,8,32 --seconds 5 --unique 
 case "$skip" in *",load_faults,"*) ;; *) rm -f "$bench_dir/load_faults.json";; esac
 run load_faults --scenario swap --seconds "$load_seconds" --concurrency 32
 run load_faults --scenario aws --seconds "$load_seconds" --concurrency 32 --outage-at $((load_seconds * 2 / 5)) --outage-secs 60
+
+# govcat eval on every set: the bundled queries and each external set (its own snapshot under
+# target/bench/eval-index/), and leave-one-out tag suggestion on every tagged catalog.
+eval_set() { # name snapshot-name catalog ontology -- eval args...
+  local name=$1 idx="$bench_dir/eval-index/$2" catalog=$3 ontology=$4; shift 5
+  case "$skip" in *",eval,"*) echo "== eval $name: skipped (PERF_SKIP)"; return;; esac
+  local flags=(--catalog "$catalog" --ontology "$ontology" --index "$idx")
+  echo "== eval $name: $*"
+  [ -e "$idx/CURRENT" ] || "$GOVCAT_BIN" "${flags[@]}" index --json > /dev/null
+  "$GOVCAT_BIN" "${flags[@]}" eval "$@" --json --report "$bench_dir/eval-html/$name" > "$bench_dir/eval/$name.json"
+}
+mkdir -p "$bench_dir/eval"
+rm -f "$bench_dir"/eval/*.json
+ext=fixtures/bench/external
+eval_set bundled demo fixtures/catalog ontology/lf-tags.json -- queries fixtures/bench/queries.jsonl fixtures/bench/negatives.jsonl
+eval_set bundled-held-out demo fixtures/catalog ontology/lf-tags.json -- queries fixtures/bench/queries.jsonl fixtures/bench/negatives.jsonl --split held-out
+for set in "$ext"/*/; do
+  set=$(basename "$set")
+  for q in "$ext/$set"/queries*.jsonl; do
+    [ -e "$q" ] || continue
+    eval_set "$set$(basename "$q" .jsonl | sed 's/^queries//')" "$set" "$ext/$set/catalog" ontology/lf-tags.json -- queries "$q"
+  done
+done
+eval_set tags-demo demo fixtures/catalog ontology/lf-tags.json -- tags
+eval_set tags-fides-saas fides-saas "$ext/fides-saas/catalog" "$ext/fides-saas/ontology.json" -- tags
 
 python3 scripts/perf_report.py --bench-dir "$bench_dir" --docs docs

@@ -76,11 +76,11 @@ def machine_section(m):
 # ------------------------------------------------------------------ quality
 
 METRICS = [
-    ("recall_at_1", "recall@1"),
-    ("recall_at_5", "recall@5"),
-    ("recall_at_10", "recall@10"),
+    ("recall@1", "recall@1"),
+    ("recall@5", "recall@5"),
+    ("recall@10", "recall@10"),
     ("mrr", "MRR"),
-    ("ndcg_at_10", "nDCG@10"),
+    ("ndcg@10", "nDCG@10"),
 ]
 MODES = [("bm25", "bm25 only (baseline)"), ("dense", "dense only"), ("hybrid", "hybrid (shipped)")]
 COLOURS = {"bm25": "#8c8c8c", "dense": "#5b8dd6", "hybrid": "#d9822b"}
@@ -159,7 +159,7 @@ def quality_section(q):
             if not m:
                 continue
             rows.append([label] + [num(m.get(k), 3) for k, _ in METRICS]
-                        + [ratio(m.get("ndcg_at_10"), base.get("ndcg_at_10"), 2)])
+                        + [ratio(m.get("ndcg@10"), base.get("ndcg@10"), 2)])
         if rows:
             n = dig(q, "metrics_with_shipped_params", "hybrid", split, "queries")
             out.append(f"**{split.replace('_', '-')}** ({n} queries)")
@@ -420,6 +420,102 @@ def faults_section(lf):
     return "\n".join(out) + "\n"
 
 
+
+# ------------------------------------------------------------------ eval (govcat eval)
+
+EVAL_MODES = ["baseline", "bm25", "dense", "hybrid"]
+EVAL_METRICS = ["recall@1", "recall@5", "recall@10", "success@5", "mrr", "ndcg@10"]
+
+
+def eval_section(bench):
+    """Every query set and tag set `govcat eval` ran on (target/bench/eval/*.json)."""
+    out = ["## Quality on every set (`govcat eval`)", ""]
+    runs = sorted((bench / "eval").glob("*.json")) if (bench / "eval").is_dir() else []
+    if not runs:
+        return None
+    out.append(
+        "Written by `scripts/perf-report.sh` with `govcat eval queries` (labelled query sets: "
+        "the bundled one and those under `fixtures/bench/external/`) and `govcat eval tags` "
+        "(leave-one-out tag suggestion). Every mode is shown next to `baseline`, the textbook "
+        "method computed in the same run (BM25 Porter2 k1 1.2 b 0.75 over name words and "
+        "description + MiniLM exact cosine, RRF k=60); the ratio columns divide by it. "
+        "Wall time per run in the last column."
+    )
+    out.append("")
+    rows, tag_rows = [], []
+    for path in runs:
+        r = load(path) or {}
+        name = path.stem
+        if "modes" in r:
+            base = dig(r, "modes", "baseline") or {}
+            for mode in EVAL_MODES:
+                m = dig(r, "modes", mode)
+                if not m:
+                    continue
+                rows.append([name if mode == EVAL_MODES[0] else "", mode, m.get("queries")]
+                            + [num(m.get(k), 3) for k in EVAL_METRICS]
+                            + [ratio(m.get("ndcg@10"), base.get("ndcg@10"), 2),
+                               ratio(m.get("mrr"), base.get("mrr"), 2),
+                               m.get("out_of_vocabulary"),
+                               num(r.get("wall_seconds"), 1) if mode == EVAL_MODES[0] else ""])
+        elif "keys" in r:
+            first = True
+            for key, k in r["keys"].items():
+                tag_rows.append([name if first else "", key, k.get("columns"),
+                                 num(k.get("accuracy@1"), 3), num(k.get("coverage"), 3),
+                                 num(k.get("accuracy_when_answered"), 3),
+                                 num(k.get("baseline_majority"), 3),
+                                 num(k.get("baseline_name_overlap"), 3),
+                                 len(r.get("conflicts", [])) if first else "",
+                                 num(r.get("wall_seconds"), 1) if first else ""])
+                first = False
+    if rows:
+        out.append("**Retrieval** (`govcat eval queries`, all queries of each file)")
+        out.append("")
+        out.append(table(["set", "mode", "queries"] + EVAL_METRICS
+                         + ["nDCG@10 / baseline", "MRR / baseline", "OOV", "wall s"], rows))
+        out.append("")
+    if tag_rows:
+        out.append("**Tag suggestion** (`govcat eval tags`, leave-one-out, the column itself excluded)")
+        out.append("")
+        out.append(table(["set", "key", "columns", "accuracy@1", "coverage", "accuracy when answered",
+                          "baseline: majority", "baseline: name overlap", "conflicts", "wall s"],
+                         tag_rows))
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def previous_sections(path):
+    """The current page's sections by heading, to carry over what this run did not measure."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return {}
+    out, head, buf = {}, None, []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            if head:
+                out[head] = "\n".join(buf).rstrip() + "\n"
+            head, buf = line[3:].split(" (")[0], [line]
+        elif head:
+            buf.append(line)
+    if head:
+        out[head] = "\n".join(buf).rstrip() + "\n"
+    return out
+
+
+def carried(section, previous, date):
+    """`section`, or when it reports that this run measured nothing, the previous page's."""
+    head = section.splitlines()[0][3:].split(" (")[0]
+    if ("in this run" in section or "No scale report" in section) and head in previous:
+        old = previous[head]
+        if "*Carried over from" in old:
+            return old
+        first, rest = old.split("\n", 1)
+        return f"{first}\n\n*Carried over from the page of {date}: not measured in this run.*\n{rest}"
+    return section
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench-dir", default=str(ROOT / "target/bench"))
@@ -437,6 +533,12 @@ def main():
     (docs / "perf").mkdir(parents=True, exist_ok=True)
     if quality:
         (docs / "perf/quality.svg").write_text(quality_svg(quality))
+    previous = previous_sections(docs / "PERFORMANCE.md")
+    old_date = next((l for l in (docs / "PERFORMANCE.md").read_text().splitlines()
+                     if l.startswith("| measured")), "| measured | an earlier run |").split("|")[2].strip() \
+        if (docs / "PERFORMANCE.md").exists() else "an earlier run"
+    keep = lambda section: carried(section, previous, old_date)
+    evaluated = eval_section(bench)
     parts = [
         "# Performance",
         "",
@@ -445,10 +547,11 @@ def main():
         "date and source.",
         "",
         machine_section(machine),
-        quality_section(quality),
-        scale_section(scale, reference),
-        http_section(warm, cold, http_reference),
-        faults_section(faults),
+        keep(quality_section(quality)),
+        evaluated or previous.get("Quality on every set", ""),
+        keep(scale_section(scale, reference)),
+        keep(http_section(warm, cold, http_reference)),
+        keep(faults_section(faults)),
         "## Reproduce",
         "",
         "    scripts/perf-report.sh                                  # everything, dev profile",

@@ -1,0 +1,247 @@
+//! `govcat eval`: the JSON contract of both commands, labels that name nothing are errors, the
+//! held-out column is never its own precedent, and the HTML report holds the metric tables.
+//!
+//! Real-model tests use the demo snapshot of `tests/common` (skipped without the model outside
+//! CI); the CLI tests need `index/` (`govcat index`), as the other CLI tests do.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use govcat::eval::queries::{self, EvalMode, QueryOptions};
+use govcat::eval::tags::{self, Exclude};
+use govcat::eval::{report, Quiet, Split};
+use govcat::tools::suggest_tags;
+use serde_json::Value;
+
+use common::server::{cli_json, retrieval_available};
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn query_file(lines: &[&str]) -> tempfile::NamedTempFile {
+    let f = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(f.path(), lines.join("\n") + "\n").expect("write queries");
+    f
+}
+
+const IBAN: &str = r#"{"id": "q001", "query": "contains an EU IBAN", "relevant": {"column:policy.customer.iban": 2, "column:payments.return_debit.iban_masked": 1}}"#;
+const BIRTH: &str = r#"{"id": "q002", "query": "date the customer was born", "relevant": ["column:customer.customer_master.birthdate", "column:analytics.customer_360_eu.date_of_birth"]}"#;
+const NEGATIVE: &str = r#"{"id": "n003", "query": "satellite orbit inclination", "relevant": {}}"#;
+
+#[test]
+fn eval_queries_prints_every_contract_field_for_every_mode() {
+    if !retrieval_available("eval_queries_prints_every_contract_field_for_every_mode") {
+        return;
+    }
+    let f = query_file(&[IBAN, BIRTH, NEGATIVE]);
+    let path = f.path().to_str().expect("utf-8 path");
+    let (code, out) = cli_json(&["eval", "queries", path], &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        keys(&out["modes"]),
+        ["baseline", "bm25", "dense", "hybrid"]
+            .map(String::from)
+            .into(),
+    );
+    let expected: BTreeSet<String> = [
+        "queries",
+        "recall@1",
+        "recall@5",
+        "recall@10",
+        "full_recall@10",
+        "success@1",
+        "success@5",
+        "success@10",
+        "mrr",
+        "ndcg@10",
+        "out_of_vocabulary",
+        "negatives",
+        "negatives_with_semantic_only",
+        "ratio_to_baseline",
+    ]
+    .map(String::from)
+    .into();
+    for mode in ["baseline", "bm25", "dense", "hybrid"] {
+        let m = &out["modes"][mode];
+        assert_eq!(keys(m), expected, "{mode}");
+        assert_eq!(
+            m["queries"], 2,
+            "{mode}: the negative is not a metric query"
+        );
+        assert_eq!(m["negatives"], 1);
+        assert_eq!(m["out_of_vocabulary"], 0);
+    }
+    assert_eq!(out["modes"]["baseline"]["ratio_to_baseline"]["mrr"], 1.0);
+    assert_eq!(
+        out["modes"]["hybrid"]["recall@1"], 1.0,
+        "both first entries are direct precedents"
+    );
+    let per_query = out["per_query"].as_array().expect("per_query");
+    assert_eq!(per_query.len(), 3);
+    assert_eq!(per_query[0]["modes"]["hybrid"]["first_direct_rank"], 1);
+    assert_eq!(
+        per_query[0]["modes"]["hybrid"]["outranked_by"],
+        Value::Array(vec![])
+    );
+    assert_eq!(per_query[2]["negative"], true);
+}
+
+#[test]
+fn a_label_naming_no_entry_is_an_error_not_a_miss() {
+    if !retrieval_available("a_label_naming_no_entry_is_an_error_not_a_miss") {
+        return;
+    }
+    let typo = r#"{"id": "q004", "query": "contains an EU IBAN", "relevant": {"column:policy.customer.ibna": 2}}"#;
+    let f = query_file(&[IBAN, typo]);
+    let path = f.path().to_str().expect("utf-8 path");
+    let (code, out) = cli_json(&["eval", "queries", path, "--modes", "bm25"], &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(out["error"], "UnknownRelevantId");
+    assert_eq!(
+        out["unknown"],
+        serde_json::json!([format!("{path}:2 column:policy.customer.ibna")])
+    );
+    // The same file without the typo evaluates.
+    let fixed = query_file(&[IBAN]);
+    let (code, out) = cli_json(
+        &[
+            "eval",
+            "queries",
+            fixed.path().to_str().unwrap(),
+            "--modes",
+            "bm25",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out["modes"]["bm25"]["queries"], 1);
+}
+
+#[test]
+fn the_held_out_column_is_never_its_own_precedent() {
+    let Some(built) = common::real() else { return };
+    let ctx = built.context();
+    let snapshot = built.snapshot();
+    let id = "column:policy.customer.iban";
+    let doc = snapshot
+        .docs
+        .iter()
+        .find(|d| d.id == id)
+        .expect("demo column");
+    let input = || suggest_tags::Input {
+        description: tags::description_of(doc),
+        domain: None,
+        table: None,
+    };
+    let caller = govcat::catalog::Caller::local();
+    let open = suggest_tags::run(&ctx, &caller, input()).expect("suggest");
+    assert_eq!(open.precedents.first().map(String::as_str), Some(id));
+    let held = suggest_tags::run_excluding(&ctx, &caller, input(), &|d| d.id == id)
+        .expect("suggest excluding");
+    assert!(
+        !held.precedents.iter().any(|p| p == id),
+        "{:?}",
+        held.precedents
+    );
+    assert_eq!(held.precedents.len(), open.precedents.len());
+    // Removing the first precedent moves every other one up by one place.
+    let n = open.precedents.len();
+    assert_eq!(held.precedents[..n - 1], open.precedents[1..]);
+    // Excluding the table leaves no column of policy.customer.
+    let table = suggest_tags::run_excluding(&ctx, &caller, input(), &|d| {
+        d.domain.as_deref() == Some("policy") && d.table.as_deref() == Some("customer")
+    })
+    .expect("suggest excluding the table");
+    assert!(!table
+        .precedents
+        .iter()
+        .any(|p| p.starts_with("column:policy.customer.")));
+}
+
+#[test]
+fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
+    let Some(built) = common::real() else { return };
+    let ctx = built.context();
+    let r = tags::run(&ctx, Exclude::Column, &Quiet).expect("eval tags");
+    let ontology_keys: BTreeSet<String> =
+        ctx.ontology.keys.iter().map(|k| k.key.0.clone()).collect();
+    assert_eq!(
+        r.keys.keys().cloned().collect::<BTreeSet<_>>(),
+        ontology_keys
+    );
+    let v = serde_json::to_value(&r).expect("json");
+    for (key, k) in v["keys"].as_object().expect("keys") {
+        assert_eq!(
+            keys(k),
+            [
+                "columns",
+                "accuracy@1",
+                "coverage",
+                "accuracy_when_answered",
+                "baseline_majority",
+                "baseline_name_overlap",
+                "confusion"
+            ]
+            .map(String::from)
+            .into(),
+            "{key}"
+        );
+        let confused: u64 = k["confusion"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|row| row.as_object().unwrap().values())
+            .map(|n| n.as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            Some(confused),
+            k["columns"].as_u64(),
+            "{key}: every column in the confusion table"
+        );
+    }
+    assert_eq!(r.columns + r.untagged_columns, 723);
+    assert_eq!(v["request"]["exclude"], "column");
+    let html = report::tags_html(&r);
+    assert!(html.contains("<table id=\"keys\">"));
+    assert!(html.contains("<table id=\"conflicts\">"));
+    for key in &ontology_keys {
+        assert!(
+            html.contains(&format!("<tr><td class=\"l\">{key}</td>")),
+            "{key} row"
+        );
+    }
+}
+
+#[test]
+fn the_queries_page_holds_a_metric_row_per_mode() {
+    let Some(built) = common::real() else { return };
+    let ctx = built.context();
+    let snapshot = built.snapshot();
+    let f = query_file(&[IBAN, BIRTH]);
+    let options = QueryOptions {
+        files: vec![f.path().to_path_buf()],
+        modes: vec![EvalMode::Hybrid, EvalMode::Bm25],
+        split: Split::All,
+    };
+    let r = queries::run(
+        &snapshot,
+        built.embedder.as_ref(),
+        &ctx.ontology,
+        &ctx.retrieval,
+        &options,
+        &Quiet,
+    )
+    .expect("eval");
+    let html = report::queries_html(&r);
+    assert!(html.contains("<table id=\"metrics\">"));
+    assert!(html.contains("<tr><td class=\"l\">bm25</td>"));
+    assert!(html.contains("<tr><td class=\"l\">hybrid</td>"));
+    assert!(
+        !html.contains("<tr><td class=\"l\">baseline</td>"),
+        "baseline did not run"
+    );
+}
