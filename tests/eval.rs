@@ -28,8 +28,10 @@ fn query_file(lines: &[&str]) -> tempfile::NamedTempFile {
     f
 }
 
-const IBAN: &str = r#"{"id": "q001", "query": "contains an EU IBAN", "relevant": {"column:policy.customer.iban": 2, "column:payments.return_debit.iban_masked": 1}}"#;
-const BIRTH: &str = r#"{"id": "q002", "query": "date the customer was born", "relevant": ["column:customer.customer_master.birthdate", "column:analytics.customer_360_eu.date_of_birth"]}"#;
+/// Bundled query q001 with its labels.
+const IBAN: &str = r#"{"id": "q001", "query": "contains an EU IBAN", "relevant": {"column:analytics.broker_performance.payout_iban": 2, "column:analytics.customer_360_eu.iban": 2, "column:analytics.customer_360_global_extract.iban": 2, "column:claims.claim_payment.payee_iban": 2, "column:claims.repair_shop.bank_iban": 2, "column:customer.customer_bank_account.iban": 2, "column:hr.payroll_de.payroll_iban": 2, "column:payments.aml_screening_hit.counterparty_iban": 2, "column:payments.broker_commission_payout.payee_iban": 2, "column:payments.claim_payout.payee_iban": 2, "column:payments.premium_collection.payer_iban": 2, "column:payments.sepa_mandate.debtor_iban": 2, "column:policy.customer.iban": 2, "column:policy.premium_billing.debtor_iban": 2, "column:policy.vermittler.payout_iban": 2, "column:risk.credit_score_retail.iban": 2, "column:risk.fraud_case_signals.payee_iban": 2, "column:fraud.entity_link.iban_hash": 1, "column:fraud.fraud_alert.matched_value": 1, "column:hr.payroll_ch.ch_iban": 1, "column:payments.return_debit.iban_masked": 1}}"#;
+/// Bundled query q041 with its labels.
+const BIRTH: &str = r#"{"id": "q002", "query": "date the customer was born", "relevant": {"column:analytics.customer_360_eu.date_of_birth": 2, "column:analytics.customer_360_global_extract.birth_date": 2, "column:claims.claim_party.birthDate": 2, "column:customer.customer_master.birthdate": 2, "column:marketing.sfmc_subscriber.birthdate": 2, "column:policy.customer.vn_gebdat": 2, "column:risk.credit_score_retail.birth_date": 2, "column:customer.lead.year_of_birth": 1, "column:fraud.his_inquiry.subject_birthdate": 1, "column:fraud.sanctions_screening.screened_dob": 1, "column:hr.employee.birthdate": 1, "column:marketing.lead.geburtsdatum": 1, "column:policy.insured_vehicle.main_driver_birth_year": 1, "column:policy.quote.birth_date": 1}}"#;
 const NEGATIVE: &str = r#"{"id": "n003", "query": "satellite orbit inclination", "relevant": {}}"#;
 
 #[test]
@@ -77,7 +79,7 @@ fn eval_queries_prints_every_contract_field_for_every_mode() {
     }
     assert_eq!(out["modes"]["baseline"]["ratio_to_baseline"]["mrr"], 1.0);
     assert_eq!(
-        out["modes"]["hybrid"]["recall@1"], 1.0,
+        out["modes"]["hybrid"]["success@1"], 1.0,
         "both first entries are direct precedents"
     );
     let per_query = out["per_query"].as_array().expect("per_query");
