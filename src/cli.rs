@@ -154,7 +154,7 @@ fn run_record(cli: &Cli, out: &std::path::Path) -> ExitCode {
         .map_err(ToolError::from)
         .and_then(|ontology| open_aws(cli, &ontology))
         .and_then(|source| {
-            let now = tools::format_rfc3339(std::time::SystemTime::now());
+            let now = crate::timestamp::format_rfc3339(std::time::SystemTime::now());
             Ok(source.record(&Caller::local(), out, &now)?)
         });
     match result {

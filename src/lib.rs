@@ -7,6 +7,7 @@
 //! Dependencies point down this list.
 //! - [`limits`]: every bound on what a caller may send (argument sizes, request body, requests
 //!   in flight), as named constants; enforced by `tools` and `server`.
+//! - [`timestamp`]: the `YYYY-MM-DDTHH:MM:SSZ` timestamps govcat writes and reads back.
 //! - [`ontology`]: the LF-tag vocabulary (5 keys, 21 values), its loader and `resolve()`.
 //! - [`catalog`]: domains, datasets, columns and their four-state tags; the parse boundary
 //!   (`catalog::boundary`) every source goes through, the `dir` source (`catalog::dir`) and the
@@ -44,4 +45,5 @@ pub mod limits;
 pub mod ontology;
 pub mod retrieval;
 pub mod server;
+pub mod timestamp;
 pub mod tools;

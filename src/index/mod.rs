@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 use crate::catalog::{read_domain, Caller, CatalogSource, SourceFreshness};
 use crate::embed::{sha256_file, EmbedError, Embedder};
 use crate::ontology::Ontology;
-use crate::tools::format_rfc3339;
+use crate::timestamp::format_rfc3339;
 use dense::{Backend, Dense, Vectors};
 use documents::{Document, Kind};
 

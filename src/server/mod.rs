@@ -393,7 +393,7 @@ pub fn gauges(state: &AppState) -> Gauges {
 }
 
 fn snapshot_age_seconds(ctx: &Context, built_at: Option<&str>) -> Option<f64> {
-    let built = tools::parse_rfc3339(built_at?)?;
+    let built = crate::timestamp::parse_rfc3339(built_at?)?;
     Some(
         (ctx.clock)()
             .duration_since(built)
