@@ -8,7 +8,10 @@
 //! - [`limits`]: every bound on what a caller may send (argument sizes, request body, requests
 //!   in flight), as named constants; enforced by `tools` and `server`.
 //! - [`timestamp`]: the `YYYY-MM-DDTHH:MM:SSZ` timestamps govcat writes and reads back.
-//! - [`ontology`]: the LF-tag vocabulary (5 keys, 21 values), its loader and `resolve()`.
+//! - [`text`]: word handling shared by the glossary, indexing and querying — identifier
+//!   splitting, folding, trigrams.
+//! - [`ontology`]: the LF-tag vocabulary (5 keys, 21 values), its loader and `resolve()`, and
+//!   the German→English glossary loaded beside it (`ontology::glossary`).
 //! - [`catalog`]: domains, datasets, columns and their four-state tags; the parse boundary
 //!   (`catalog::boundary`) every source goes through, the `dir` source (`catalog::dir`) and the
 //!   `aws` source (`catalog::aws`: Glue, Lake Formation, STS; `govcat record`).
@@ -45,5 +48,6 @@ pub mod limits;
 pub mod ontology;
 pub mod retrieval;
 pub mod server;
+pub mod text;
 pub mod timestamp;
 pub mod tools;
