@@ -30,6 +30,8 @@
 //! - [`auth`]: bearer tokens (JWT, RS256/ES256, JWKS by `kid`) → a `Principal` and its
 //!   `Caller`; RFC 6750 challenges, RFC 9728 metadata, the axum middleware.
 //! - [`audit`]: one JSON line per call (who, which tool, redacted arguments, outcome).
+//! - [`app`]: the wiring `server` and `cli` share — the global options, the tool `Context`
+//!   built from them, the embedding model, and how an error is reported to the user.
 //! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp`, REST `/v1/tools`, health,
 //!   metrics, RFC 9728 metadata) behind the token guard, and MCP over stdio; thin adapters over
 //!   `tools::call` that audit every call and refuse to answer one they could not audit.
@@ -38,6 +40,7 @@
 /// Default snapshot directory, relative to the working directory.
 pub const DEFAULT_INDEX_DIR: &str = "index";
 
+pub mod app;
 pub mod audit;
 pub mod auth;
 pub mod catalog;
