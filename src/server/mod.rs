@@ -12,7 +12,21 @@
 //! Every call is audited (see [`crate::audit`]) on every transport; a call whose audit line
 //! cannot be written is answered with an error (HTTP 503, or an `isError` result on stdio),
 //! never with its result.
+//!
+//! # Layout
+//! The submodules depend down this list, never up it; this file (the shared state, the tool
+//! call, the entry points) uses them all, and they use it.
+//! - [`common`]: what the HTTP transports share — the HTTP status of an error kind, the error
+//!   response with its challenge, the body-size refusal, the tool list's `ttlMs`.
+//! - [`metrics`]: the Prometheus counters and gauges and their text rendering.
+//! - [`mcp`]: the MCP adapter (rmcp) over Streamable HTTP and stdio, and the [`mcp::AuditSlot`]
+//!   its handler fills for the gate.
+//! - [`guard`]: what stands between a request and a handler — token, bound on requests in
+//!   flight, the scope gate in front of rmcp, the audit of MCP calls over HTTP.
+//! - [`rest`]: the REST mirror, health, readiness and metrics routes, and the axum app that
+//!   nests `/mcp` behind the guard.
 
+pub mod common;
 pub mod guard;
 pub mod mcp;
 pub mod metrics;
