@@ -4,7 +4,8 @@
 //! memory and never from the rows themselves.
 //!
 //! # Layout
-//! Dependencies point down this list.
+//! Dependencies point down this list: a module uses only the modules listed above it
+//! (`tests/layers.rs` checks every `crate::` path against this order).
 //! - [`limits`]: every bound on what a caller may send (argument sizes, request body, requests
 //!   in flight), as named constants; enforced by `tools` and `server`.
 //! - [`timestamp`]: the `YYYY-MM-DDTHH:MM:SSZ` timestamps govcat writes and reads back.
