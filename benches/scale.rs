@@ -688,7 +688,7 @@ impl Composer {
         for d in docs {
             s.iter_mut().for_each(|x| *x = 0.0);
             if how.is_some() {
-                for w in govcat::index::text::words(&d.dense_text) {
+                for w in govcat::text::words(&d.dense_text) {
                     if let Some(e) = self.words.get(&w) {
                         s.iter_mut().zip(e).for_each(|(x, y)| *x += y);
                     }

@@ -15,7 +15,8 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::tools::{format_rfc3339, Outcome, ToolError};
+use crate::timestamp::format_rfc3339;
+use crate::tools::{Outcome, ToolError};
 
 /// Which transport a call came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -1,6 +1,7 @@
 //! The `govcat` command line: parses arguments once into plain values, builds the tool
-//! [`Context`], calls tools through the same dispatcher as every other transport and prints
-//! either the tool's structured output exactly (`--json`) or a readable rendering.
+//! [`Context`] (through [`crate::app`], as the server does), calls tools through the same
+//! dispatcher as every other transport and prints either the tool's structured output exactly
+//! (`--json`) or a readable rendering.
 //!
 //! Exit status: 0 success, 1 error (under `--json` the error object is on stdout),
 //! 3 input required (the tag set is incomplete).
@@ -11,8 +12,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde_json::{json, Value};
 
-use crate::catalog::dir::{DirSource, DEFAULT_CATALOG_DIR};
-use crate::ontology::{parse_pairs, Ontology, DEFAULT_ONTOLOGY_PATH};
+use crate::app::{context, load_embedder, open_aws, print_json, report_error, Options, SourceKind};
+use crate::ontology::{parse_pairs, Ontology};
 use crate::tools::{self, Caller, Context, Outcome, ToolError};
 
 #[derive(Debug, Clone, Parser)]
@@ -22,33 +23,10 @@ use crate::tools::{self, Caller, Context, Outcome, ToolError};
     about = "Governed data catalog for AI assistants: answers retrieved from the catalog, never invented"
 )]
 pub struct Cli {
-    /// Catalog directory in the `dir` format (docs/catalog-format.md).
-    #[arg(long, global = true, env = "GOVCAT_CATALOG", default_value = DEFAULT_CATALOG_DIR)]
-    pub catalog: PathBuf,
-    /// Ontology file (the LF-tag vocabulary).
-    #[arg(long, global = true, env = "GOVCAT_ONTOLOGY", default_value = DEFAULT_ONTOLOGY_PATH)]
-    pub ontology: PathBuf,
-    /// Snapshot directory (`index/snapshots/<id>/` and `index/CURRENT`).
-    #[arg(long, global = true, env = "GOVCAT_INDEX", default_value = crate::DEFAULT_INDEX_DIR)]
-    pub index: PathBuf,
-    /// Where the catalog is read from: `dir` (recorded responses under --catalog) or `aws`.
-    #[arg(long, global = true, value_enum, default_value_t = SourceKind::Dir)]
-    pub source: SourceKind,
-    /// Domain map for `--source aws` (TOML: region, role_name, external_id, [[domain]]).
-    #[arg(long, global = true, env = "GOVCAT_AWS_CONFIG")]
-    pub aws_config: Option<PathBuf>,
-    /// Print the tool's structured output exactly, as JSON.
-    #[arg(long, global = true)]
-    pub json: bool,
+    #[command(flatten)]
+    pub options: Options,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Catalog source kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SourceKind {
-    Dir,
-    Aws,
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -150,52 +128,27 @@ pub enum EvalCommand {
     },
 }
 
-/// Opens the configured catalog source.
-pub fn open_source(
-    cli: &Cli,
-    ontology: &Ontology,
-) -> Result<Box<dyn crate::catalog::CatalogSource>, ToolError> {
-    match cli.source {
-        SourceKind::Dir => Ok(Box::new(DirSource::open(&cli.catalog, ontology.clone())?)),
-        SourceKind::Aws => Ok(Box::new(open_aws(cli, ontology)?)),
-    }
-}
-
-/// Opens the `aws` source from `--aws-config`.
-fn open_aws(cli: &Cli, ontology: &Ontology) -> Result<crate::catalog::aws::AwsSource, ToolError> {
-    let path = cli.aws_config.as_ref().ok_or_else(|| {
-        ToolError::new(
-            "SourceUnavailable",
-            "--source aws needs --aws-config FILE (TOML: region, role_name, external_id and one [[domain]] table per domain); pass it or set GOVCAT_AWS_CONFIG",
-        )
-    })?;
-    Ok(crate::catalog::aws::AwsSource::open(
-        path,
-        ontology.clone(),
-    )?)
-}
-
 /// `govcat record --source aws --out DIR`: the live catalog written in the `dir` format.
-fn run_record(cli: &Cli, out: &std::path::Path) -> ExitCode {
-    if cli.source != SourceKind::Aws {
+fn run_record(options: &Options, out: &std::path::Path) -> ExitCode {
+    if options.source != SourceKind::Aws {
         return report_error(
-            cli,
+            options,
             &ToolError::new(
                 "InvalidArguments",
                 "record reads a live catalog: pass --source aws --aws-config FILE (a dir catalog is already recorded; copy it instead)",
             ),
         );
     }
-    let result = Ontology::load(&cli.ontology)
+    let result = Ontology::load(&options.ontology)
         .map_err(ToolError::from)
-        .and_then(|ontology| open_aws(cli, &ontology))
+        .and_then(|ontology| open_aws(options, &ontology))
         .and_then(|source| {
-            let now = tools::format_rfc3339(std::time::SystemTime::now());
+            let now = crate::timestamp::format_rfc3339(std::time::SystemTime::now());
             Ok(source.record(&Caller::local(), out, &now)?)
         });
     match result {
         Ok(summary) => {
-            if cli.json {
+            if options.json {
                 print_json(&serde_json::to_value(&summary).unwrap_or(Value::Null));
             } else {
                 println!(
@@ -214,24 +167,17 @@ fn run_record(cli: &Cli, out: &std::path::Path) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => report_error(cli, &e),
+        Err(e) => report_error(options, &e),
     }
-}
-
-/// Loads the ontology and opens the source: what every catalog-reading command needs.
-pub fn context(cli: &Cli) -> Result<Context, ToolError> {
-    let ontology = Ontology::load(&cli.ontology)?;
-    let source = open_source(cli, &ontology)?;
-    Ok(Context::new(ontology, source))
 }
 
 /// Runs the CLI and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     let (tool, args) = match &cli.command {
         // [dispatch] — commands that are not a single tool call return from here.
-        Command::Record { out } => return run_record(&cli, out),
-        Command::Index => return run_index(&cli),
-        Command::Eval { what } => return run_eval(&cli, what),
+        Command::Record { out } => return run_record(&cli.options, out),
+        Command::Index => return run_index(&cli.options),
+        Command::Eval { what } => return run_eval(&cli.options, what),
         Command::Search {
             query,
             domains,
@@ -250,7 +196,7 @@ pub fn run(cli: Cli) -> ExitCode {
             if let Some(c) = cursor {
                 args["cursor"] = json!(c);
             }
-            return run_tool(&cli, true, "find_precedents", args);
+            return run_tool(&cli.options, true, "find_precedents", args);
         }
         Command::Suggest {
             query,
@@ -264,10 +210,10 @@ pub fn run(cli: Cli) -> ExitCode {
             if let Some(t) = table {
                 args["table"] = json!(t);
             }
-            return run_tool(&cli, true, "suggest_tags", args);
+            return run_tool(&cli.options, true, "suggest_tags", args);
         }
-        Command::Serve(args) => return crate::server::run_serve(&cli, args),
-        Command::McpStdio(args) => return crate::server::run_mcp_stdio(&cli, args),
+        Command::Serve(args) => return crate::server::run_serve(&cli.options, args),
+        Command::McpStdio(args) => return crate::server::run_mcp_stdio(&cli.options, args),
         Command::ListDomains => ("list_domains", json!({})),
         Command::GetDataset { domain, table } => {
             ("get_dataset", json!({"domain": domain, "table": table}))
@@ -287,14 +233,14 @@ pub fn run(cli: Cli) -> ExitCode {
                                     ],
                                 },
                             );
-                            return report_error(&cli, &e);
+                            return report_error(&cli.options, &e);
                         }
                     }
                 }
                 ("resolve_lf_tag", json!({ "tags": map }))
             }
             Err(problem) => {
-                return report_error(&cli, &ToolError::new("InvalidArguments", problem))
+                return report_error(&cli.options, &ToolError::new("InvalidArguments", problem))
             }
         },
         Command::CheckGrant {
@@ -306,29 +252,29 @@ pub fn run(cli: Cli) -> ExitCode {
             json!({"role": role, "domain": domain, "table": table}),
         ),
     };
-    run_tool(&cli, false, tool, &args)
+    run_tool(&cli.options, false, tool, &args)
 }
 
 /// Builds the context (with the model and the current snapshot when `retrieval` is set) and
 /// runs one tool, printing its outcome.
 fn run_tool<A: std::borrow::Borrow<Value>>(
-    cli: &Cli,
+    options: &Options,
     retrieval: bool,
     tool: &str,
     args: A,
 ) -> ExitCode {
     let built = if retrieval {
-        retrieval_context(cli)
+        retrieval_context(options)
     } else {
-        context(cli)
+        context(options)
     };
     let ctx = match built {
         Ok(ctx) => ctx,
-        Err(e) => return report_error(cli, &e),
+        Err(e) => return report_error(options, &e),
     };
     match tools::call(&ctx, &Caller::local(), tool, args.borrow().clone()) {
         Outcome::Ok(value) => {
-            if cli.json {
+            if options.json {
                 print_json(&value);
             } else {
                 use std::io::Write;
@@ -337,7 +283,7 @@ fn run_tool<A: std::borrow::Borrow<Value>>(
             ExitCode::SUCCESS
         }
         Outcome::InputRequired(ask) => {
-            if cli.json {
+            if options.json {
                 print_json(&json!({ "input_required": ask }));
             } else {
                 println!("input required: {}", ask.message);
@@ -348,7 +294,7 @@ fn run_tool<A: std::borrow::Borrow<Value>>(
             }
             ExitCode::from(3)
         }
-        Outcome::Err(e) => report_error(cli, &e),
+        Outcome::Err(e) => report_error(options, &e),
     }
 }
 
@@ -356,20 +302,13 @@ fn index_error(e: crate::index::IndexError) -> ToolError {
     ToolError::new(e.kind(), e.to_string())
 }
 
-/// Loads the embedding model (from `GOVCAT_MODEL_DIR` or `models/all-MiniLM-L6-v2`).
-pub fn load_embedder() -> Result<std::sync::Arc<dyn crate::embed::Embedder>, ToolError> {
-    crate::embed::MiniLm::load_default()
-        .map(|m| std::sync::Arc::new(m) as std::sync::Arc<dyn crate::embed::Embedder>)
-        .map_err(|e| ToolError::new("EmbedderUnavailable", e.to_string()))
-}
-
 /// [`context`] plus the embedding model and the snapshot `--index` points at.
-pub fn retrieval_context(cli: &Cli) -> Result<Context, ToolError> {
-    let ctx = context(cli)?;
+pub fn retrieval_context(options: &Options) -> Result<Context, ToolError> {
+    let ctx = context(options)?;
     let embedder = load_embedder()?;
     let handle = crate::index::SnapshotHandle::new();
     let snapshot =
-        crate::index::load_current(&cli.index, embedder.as_ref()).map_err(index_error)?;
+        crate::index::load_current(&options.index, embedder.as_ref()).map_err(index_error)?;
     handle.swap(snapshot);
     Ok(ctx.with_retrieval(embedder, handle))
 }
@@ -393,11 +332,11 @@ impl crate::eval::Progress for EvalBar {
 
 /// `govcat eval queries|tags`: prints the structured report under `--json`, a summary
 /// otherwise; `--report DIR` also writes eval.json and eval.html.
-fn run_eval(cli: &Cli, what: &EvalCommand) -> ExitCode {
+fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
     use crate::eval::{queries, report, tags};
     let bar = EvalBar(progress_bar());
     let result = (|| -> Result<(Value, String, Option<PathBuf>), ToolError> {
-        let ctx = retrieval_context(cli)?;
+        let ctx = retrieval_context(options)?;
         match what {
             EvalCommand::Queries {
                 files,
@@ -503,7 +442,7 @@ fn run_eval(cli: &Cli, what: &EvalCommand) -> ExitCode {
     })();
     match result {
         Ok((value, summary, dir)) => {
-            if cli.json {
+            if options.json {
                 print_json(&value);
             } else {
                 print!("{summary}");
@@ -513,7 +452,7 @@ fn run_eval(cli: &Cli, what: &EvalCommand) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => report_error(cli, &e),
+        Err(e) => report_error(options, &e),
     }
 }
 
@@ -546,16 +485,16 @@ impl crate::index::Progress for Bar {
 }
 
 /// `govcat index`: builds and publishes a snapshot; prints its manifest under `--json`.
-fn run_index(cli: &Cli) -> ExitCode {
+fn run_index(options: &Options) -> ExitCode {
     let result = (|| -> Result<(crate::index::Manifest, crate::index::EmbedReport), ToolError> {
-        let ctx = context(cli)?;
+        let ctx = context(options)?;
         let embedder = load_embedder()?;
         let bar = progress_bar();
-        if cli.json {
+        if options.json {
             bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
         }
         crate::index::build_reporting(
-            &cli.index,
+            &options.index,
             &ctx.ontology,
             ctx.source.as_ref(),
             embedder.as_ref(),
@@ -565,13 +504,13 @@ fn run_index(cli: &Cli) -> ExitCode {
     })();
     match result {
         Ok((m, embedded)) => {
-            if cli.json {
+            if options.json {
                 print_json(&serde_json::to_value(&m).unwrap_or(Value::Null));
             } else {
                 println!(
                     "snapshot {} published in {}: {} documents ({} columns in {} tables of {} domains, {} ontology values), dense index {:?}",
                     m.id,
-                    cli.index.display(),
+                    options.index.display(),
                     m.counts.documents,
                     m.counts.columns,
                     m.counts.tables,
@@ -589,24 +528,8 @@ fn run_index(cli: &Cli) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => report_error(cli, &e),
+        Err(e) => report_error(options, &e),
     }
-}
-
-/// Prints JSON on stdout; a closed pipe (`| head`) ends output quietly instead of panicking.
-pub fn print_json(value: &Value) {
-    use std::io::Write;
-    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
-}
-
-pub fn report_error(cli: &Cli, e: &ToolError) -> ExitCode {
-    if cli.json {
-        print_json(&e.to_json());
-    } else {
-        eprintln!("govcat: {}", e.message);
-    }
-    ExitCode::FAILURE
 }
 
 fn s(v: &Value) -> &str {

@@ -4,10 +4,15 @@
 //! memory and never from the rows themselves.
 //!
 //! # Layout
-//! Dependencies point down this list.
+//! Dependencies point down this list: a module uses only the modules listed above it
+//! (`tests/layers.rs` checks every `crate::` path against this order).
 //! - [`limits`]: every bound on what a caller may send (argument sizes, request body, requests
 //!   in flight), as named constants; enforced by `tools` and `server`.
-//! - [`ontology`]: the LF-tag vocabulary (5 keys, 21 values), its loader and `resolve()`.
+//! - [`timestamp`]: the `YYYY-MM-DDTHH:MM:SSZ` timestamps govcat writes and reads back.
+//! - [`text`]: word handling shared by the glossary, indexing and querying — identifier
+//!   splitting, folding, trigrams.
+//! - [`ontology`]: the LF-tag vocabulary (5 keys, 21 values), its loader and `resolve()`, and
+//!   the German→English glossary loaded beside it (`ontology::glossary`).
 //! - [`catalog`]: domains, datasets, columns and their four-state tags; the parse boundary
 //!   (`catalog::boundary`) every source goes through, the `dir` source (`catalog::dir`) and the
 //!   `aws` source (`catalog::aws`: Glue, Lake Formation, STS; `govcat record`).
@@ -26,6 +31,8 @@
 //! - [`auth`]: bearer tokens (JWT, RS256/ES256, JWKS by `kid`) → a `Principal` and its
 //!   `Caller`; RFC 6750 challenges, RFC 9728 metadata, the axum middleware.
 //! - [`audit`]: one JSON line per call (who, which tool, redacted arguments, outcome).
+//! - [`app`]: the wiring `server` and `cli` share — the global options, the tool `Context`
+//!   built from them, the embedding model, and how an error is reported to the user.
 //! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp`, REST `/v1/tools`, health,
 //!   metrics, RFC 9728 metadata) behind the token guard, and MCP over stdio; thin adapters over
 //!   `tools::call` that audit every call and refuse to answer one they could not audit.
@@ -37,6 +44,7 @@
 /// Default snapshot directory, relative to the working directory.
 pub const DEFAULT_INDEX_DIR: &str = "index";
 
+pub mod app;
 pub mod audit;
 pub mod auth;
 pub mod catalog;
@@ -48,4 +56,6 @@ pub mod limits;
 pub mod ontology;
 pub mod retrieval;
 pub mod server;
+pub mod text;
+pub mod timestamp;
 pub mod tools;

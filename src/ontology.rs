@@ -3,6 +3,11 @@
 //! the problem) and implements `resolve()`, the one validation of a tag set that pipelines and
 //! tools share. It never guesses: an unknown key or value is an error carrying the allowed set,
 //! and a set with missing keys is `Incomplete`, a distinct outcome that asks for each one.
+//!
+//! The German→English [`glossary`] beside the ontology file is loaded and checked with it, so a
+//! broken glossary is refused when the ontology is loaded; `index` turns it into query expansion.
+
+pub mod glossary;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -141,7 +146,7 @@ impl Ontology {
             reason: e.to_string(),
         })?;
         let mut ontology = Self::parse(&text, path)?;
-        ontology.glossary_text = crate::index::glossary::Glossary::load_beside(path)
+        ontology.glossary_text = glossary::Glossary::load_beside(path)
             .map_err(|problem| OntologyError::Invalid {
                 path: path.to_path_buf(),
                 problem,

@@ -163,8 +163,8 @@ pub fn is_key_column(doc: &crate::index::documents::Document) -> bool {
 /// Whether `description` (or its glossary expansion) asks for an identifier, so that key
 /// columns are what it looks for.
 pub fn asks_for_identifier(snapshot: &Snapshot, description: &str) -> bool {
-    let split = crate::index::text::split_identifier(description);
-    let mut words = crate::index::text::words(&split);
+    let split = crate::text::split_identifier(description);
+    let mut words = crate::text::words(&split);
     words.extend(snapshot.glossary.expand(description));
     words.iter().any(|w| {
         IDENTIFIER_WORDS.contains(&w.as_str())
@@ -417,7 +417,7 @@ pub fn request_digest(q: &Query<'_>, min_similarity: f32) -> String {
 pub fn suggestions(description: &str) -> Vec<String> {
     let mut specific: Vec<String> = Vec::new();
     let mut broad: Vec<(usize, String)> = Vec::new();
-    let words: Vec<String> = crate::index::text::words(description)
+    let words: Vec<String> = crate::text::words(description)
         .into_iter()
         .filter(|w| w.chars().count() >= 4)
         .filter(|w| !crate::index::lexical::QUERY_BOILERPLATE.contains(&w.as_str()))
@@ -474,7 +474,7 @@ pub fn suggestions(description: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::index::documents::Document;
-    use crate::index::text::split_identifier;
+    use crate::text::split_identifier;
 
     fn named(kind: Kind, name: &str) -> Document {
         Document {

@@ -28,7 +28,8 @@ pub use jwks::{JwksError, KeySet};
 pub use middleware::{admit, authorization_header, is_public_path, layer};
 
 use crate::catalog::{Caller, Domain};
-use crate::tools::{format_rfc3339, ToolError};
+use crate::timestamp::format_rfc3339;
+use crate::tools::ToolError;
 
 /// Default clock-skew allowance for `exp` and `nbf`.
 pub const DEFAULT_LEEWAY_SECS: u64 = 30;

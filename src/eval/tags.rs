@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::Progress;
 use crate::index::documents::{Document, Kind};
-use crate::index::text::{split_identifier, words};
+use crate::text::{split_identifier, words};
 use crate::tools::{suggest_tags, Caller, Context, ToolError};
 
 /// What a held-out column hides from the precedents.

@@ -5,9 +5,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::text::split_identifier;
 use crate::catalog::{Dataset, Tags};
 use crate::ontology::Ontology;
+use crate::text::split_identifier;
 
 /// What a document stands for.
 #[derive(

@@ -20,9 +20,9 @@ use tantivy::tokenizer::{
 use tantivy::{doc, Index, IndexReader, ReloadPolicy, Term};
 
 use super::documents::{Document, Kind};
-use super::glossary::Glossary;
-use super::text::{fold, trigrams, words, GRAM_MIN_WORD};
 use super::IndexError;
+use crate::ontology::glossary::Glossary;
+use crate::text::{fold, trigrams, words, GRAM_MIN_WORD};
 
 const WORDS: &str = "govcat_words";
 const WORDS_DE: &str = "govcat_words_de";
@@ -173,7 +173,7 @@ pub fn build(dir: &Path, docs: &[Document], glossary: &Glossary) -> Result<(), I
                 f.context => d.context_text.clone(),
                 f.gloss => glossary.expand(&d.lexical_text).join(" "),
                 f.name_key => name_key(&d.name_text),
-                f.grams => super::text::gram_text(&d.lexical_text),
+                f.grams => crate::text::gram_text(&d.lexical_text),
             ))
             .map_err(|e| tantivy_error("tantivy writer", e))?;
     }
@@ -247,7 +247,7 @@ pub fn parse_query(description: &str) -> Vec<QueryPart> {
         let after = &rest[open + 1..];
         match after.find('"') {
             Some(close) => {
-                let words: Vec<String> = super::text::words(&after[..close]);
+                let words: Vec<String> = crate::text::words(&after[..close]);
                 if !words.is_empty() {
                     parts.push(QueryPart::Phrase(words));
                 }
@@ -266,7 +266,7 @@ fn plain_parts(text: &str) -> Vec<QueryPart> {
     text.split_whitespace()
         .flat_map(|token| {
             let prefix = token.ends_with('*');
-            let ws: Vec<String> = super::text::words(&super::text::split_identifier(token))
+            let ws: Vec<String> = crate::text::words(&crate::text::split_identifier(token))
                 .into_iter()
                 .filter(|w| !QUERY_BOILERPLATE.contains(&w.as_str()))
                 .collect();

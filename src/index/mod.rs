@@ -9,9 +9,7 @@
 
 pub mod dense;
 pub mod documents;
-pub mod glossary;
 pub mod lexical;
-pub mod text;
 pub mod watch;
 
 use std::collections::{BTreeMap, HashMap};
@@ -28,8 +26,8 @@ use sha2::{Digest, Sha256};
 
 use crate::catalog::{read_domain, Caller, CatalogSource, SourceFreshness};
 use crate::embed::{sha256_file, EmbedError, Embedder};
-use crate::ontology::Ontology;
-use crate::tools::format_rfc3339;
+use crate::ontology::{glossary, Ontology};
+use crate::timestamp::format_rfc3339;
 use dense::{Backend, Dense, Vectors};
 use documents::{Document, Kind};
 

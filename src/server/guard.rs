@@ -9,7 +9,7 @@
 //! such domains too; that check stays as the second line of defence.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use axum::body::{Body, Bytes};
@@ -20,7 +20,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::{mcp, rest, AppState};
+use super::common::{error_response, request_too_large, REQUEST_TOO_LARGE, TOO_MANY_REQUESTS};
+use super::mcp::{self, AuditSlot};
+use super::AppState;
 use crate::audit::{AuditOutcome, Call, Transport, TOOLS_CALL};
 use crate::auth;
 use crate::catalog::{Caller, Domain};
@@ -29,23 +31,6 @@ use crate::tools::{self, ToolError};
 use tokio::sync::Semaphore;
 /// Longest request path copied into an audit line.
 const MAX_AUDITED_PATH: usize = 200;
-
-/// Where the MCP handler leaves what it observed of a call (tool, arguments, outcome), for
-/// the gate to write once the response is complete. Shared through the request extensions,
-/// which rmcp hands to the handler inside `http::request::Parts`.
-#[derive(Debug, Clone, Default)]
-pub struct AuditSlot(Arc<Mutex<Option<Call>>>);
-
-impl AuditSlot {
-    pub fn fill(&self, call: Call) {
-        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        *slot = Some(call);
-    }
-
-    fn take(&self) -> Option<Call> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-}
 
 /// The 503 answered instead of a result that could not be audited.
 pub fn audit_unavailable(e: &crate::audit::AuditError) -> Response {
@@ -152,7 +137,7 @@ impl InFlight {
 /// The 429 of a request over the bound: `Retry-After` and the error object naming the bound.
 pub fn too_many_requests(max: usize) -> Response {
     let error = ToolError::new(
-        rest::TOO_MANY_REQUESTS,
+        TOO_MANY_REQUESTS,
         format!("govcat is answering as many requests as --max-concurrent-requests allows ({max}); retry after {RETRY_AFTER_SECS} s, or start govcat with a larger --max-concurrent-requests"),
     )
     .with("limit", "concurrent_requests")
@@ -186,7 +171,7 @@ pub async fn limit_in_flight(
             tool,
             ..Call::method(&method, json!({}), AuditOutcome::Error)
         }
-        .with_error(rest::TOO_MANY_REQUESTS);
+        .with_error(TOO_MANY_REQUESTS);
         let who = state.who(request.extensions());
         return match state.audit(time, &who, transport_of(path), call, started) {
             Ok(()) => too_many_requests(state.in_flight.max()),
@@ -394,7 +379,7 @@ pub async fn mcp_gate(
         Err(e) => {
             let inner = e.into_inner();
             let error = if is_length_limit(inner.as_ref()) {
-                rest::request_too_large("one JSON-RPC message")
+                request_too_large("one JSON-RPC message")
             } else {
                 ToolError::new(
                     "InvalidRequest",
@@ -407,7 +392,7 @@ pub async fn mcp_gate(
                 return audit_unavailable(&e);
             }
             let status = match error.kind.as_str() {
-                rest::REQUEST_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+                REQUEST_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
                 _ => StatusCode::BAD_REQUEST,
             };
             return (status, Json(error.to_json())).into_response();
@@ -431,7 +416,7 @@ pub async fn mcp_gate(
             return audit_unavailable(&e);
         }
         let refusal = ToolError::insufficient_scope(missing);
-        return rest::error_response(&refusal, state.resource_metadata_url());
+        return error_response(&refusal, state.resource_metadata_url());
     }
     let slot = AuditSlot::default();
     parts.extensions.insert(slot.clone());

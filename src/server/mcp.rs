@@ -20,7 +20,7 @@
 //! datasets are private with the source's `ttlMs`.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime};
 
 use rmcp::model::{
@@ -39,8 +39,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::guard::AuditSlot;
-use super::rest::TOOL_LIST_TTL_MS;
+use super::common::TOOL_LIST_TTL_MS;
 use super::{call_tool, AppState, ServerError};
 use crate::audit::{AuditError, AuditOutcome, Call, Transport, Who};
 use crate::catalog::{CatalogError, Domain};
@@ -67,6 +66,23 @@ const INSTRUCTIONS: &str = "govcat answers questions about the datasets of a gov
 memory and never from the rows. Tag values come from a closed ontology (resource \
 govcat://ontology/lf-tags). Before acting on a classification, read the dataset live with \
 get_dataset.";
+
+/// Where the MCP handler leaves what it observed of a call (tool, arguments, outcome), for
+/// the gate to write once the response is complete. Shared through the request extensions,
+/// which rmcp hands to the handler inside `http::request::Parts`.
+#[derive(Debug, Clone, Default)]
+pub struct AuditSlot(Arc<Mutex<Option<Call>>>);
+
+impl AuditSlot {
+    pub fn fill(&self, call: Call) {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = Some(call);
+    }
+
+    pub(super) fn take(&self) -> Option<Call> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
 
 /// The MCP server of one `AppState`; cheap to clone (one per HTTP request or session).
 #[derive(Clone)]

@@ -12,7 +12,21 @@
 //! Every call is audited (see [`crate::audit`]) on every transport; a call whose audit line
 //! cannot be written is answered with an error (HTTP 503, or an `isError` result on stdio),
 //! never with its result.
+//!
+//! # Layout
+//! The submodules depend down this list, never up it; this file (the shared state, the tool
+//! call, the entry points) uses them all, and they use it.
+//! - [`common`]: what the HTTP transports share — the HTTP status of an error kind, the error
+//!   response with its challenge, the body-size refusal, the tool list's `ttlMs`.
+//! - [`metrics`]: the Prometheus counters and gauges and their text rendering.
+//! - [`mcp`]: the MCP adapter (rmcp) over Streamable HTTP and stdio, and the [`mcp::AuditSlot`]
+//!   its handler fills for the gate.
+//! - [`guard`]: what stands between a request and a handler — token, bound on requests in
+//!   flight, the scope gate in front of rmcp, the audit of MCP calls over HTTP.
+//! - [`rest`]: the REST mirror, health, readiness and metrics routes, and the axum app that
+//!   nests `/mcp` behind the guard.
 
+pub mod common;
 pub mod guard;
 pub mod mcp;
 pub mod metrics;
@@ -29,9 +43,9 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::app::{self, report_error, Options};
 use crate::audit::{AuditError, AuditEvent, AuditSink, Call, Transport, Who};
 use crate::auth::{self, AuthConfig, Authenticator, JwksSource, Principal};
-use crate::cli::{self, Cli};
 use crate::embed::Embedder;
 use crate::index::{self, SnapshotHandle};
 use crate::tools::{self, Caller, Context, Outcome, ToolError};
@@ -393,7 +407,7 @@ pub fn gauges(state: &AppState) -> Gauges {
 }
 
 fn snapshot_age_seconds(ctx: &Context, built_at: Option<&str>) -> Option<f64> {
-    let built = tools::parse_rfc3339(built_at?)?;
+    let built = crate::timestamp::parse_rfc3339(built_at?)?;
     Some(
         (ctx.clock)()
             .duration_since(built)
@@ -642,17 +656,17 @@ fn runtime() -> Result<tokio::runtime::Runtime, ServerError> {
         })
 }
 
-fn fail(cli: &Cli, e: &ServerError) -> ExitCode {
-    cli::report_error(cli, &ToolError::new("ServerError", e.to_string()))
+fn fail(options: &Options, e: &ServerError) -> ExitCode {
+    report_error(options, &ToolError::new("ServerError", e.to_string()))
 }
 
 /// The context a server runs on: the catalog context plus, when the model loads, retrieval
 /// over the snapshot `--index` points at. A missing model or snapshot does not stop the
 /// server: the exact tools keep serving, `/readyz` answers 503 saying what is missing and
 /// what to run, and the retrieval tools answer with that error.
-pub fn serving_context(cli: &Cli) -> Result<(AppContext, Option<String>), ToolError> {
-    let ctx = cli::context(cli)?;
-    let embedder = match cli::load_embedder() {
+pub fn serving_context(options: &Options) -> Result<(AppContext, Option<String>), ToolError> {
+    let ctx = app::context(options)?;
+    let embedder = match app::load_embedder() {
         Ok(e) => e,
         Err(e) => {
             tracing::warn!(error = %e.message, "retrieval is off: the embedding model did not load");
@@ -666,7 +680,7 @@ pub fn serving_context(cli: &Cli) -> Result<(AppContext, Option<String>), ToolEr
         }
     };
     let handle = SnapshotHandle::new();
-    match index::load_current(&cli.index, embedder.as_ref()) {
+    match index::load_current(&options.index, embedder.as_ref()) {
         Ok(snapshot) => handle.swap(snapshot),
         Err(e) => {
             tracing::warn!(error = %e, "no snapshot is served until one loads");
@@ -702,24 +716,24 @@ pub const WATCH_DEBOUNCE: Duration = Duration::from_millis(500);
 /// values the new ontology still holds unless one was removed.) A failed rebuild keeps the
 /// previous context and snapshot serving and is recorded (logs, /metrics, /readyz).
 fn rebuilder(
-    cli: &Cli,
+    options: &Options,
     embedder: Arc<dyn Embedder>,
     shared: SharedContext,
     handle: SnapshotHandle,
     trigger: &'static str,
 ) -> impl Fn() + Send + 'static {
-    let cli = cli.clone();
+    let options = options.clone();
     let rebuild = move || -> Result<(index::Snapshot, Context), String> {
-        let fresh = cli::context(&cli).map_err(|e| e.message)?;
+        let fresh = app::context(&options).map_err(|e| e.message)?;
         index::build_unattended(
-            &cli.index,
+            &options.index,
             &fresh.ontology,
             fresh.source.as_ref(),
             embedder.as_ref(),
         )
         .map_err(|e| e.to_string())?;
         let snapshot =
-            index::load_current(&cli.index, embedder.as_ref()).map_err(|e| e.to_string())?;
+            index::load_current(&options.index, embedder.as_ref()).map_err(|e| e.to_string())?;
         Ok((snapshot, fresh))
     };
     move || match rebuild() {
@@ -771,9 +785,15 @@ fn rebuild_parts(
 }
 
 /// Starts `--refresh`: rebuilds every `every` (see [`rebuilder`]).
-fn start_refresh(cli: &Cli, state: &AppState, every: Duration) -> Result<(), ServerError> {
+fn start_refresh(options: &Options, state: &AppState, every: Duration) -> Result<(), ServerError> {
     let (embedder, handle) = rebuild_parts(state, "--refresh")?;
-    let rebuild = rebuilder(cli, embedder, state.shared_context(), handle, "schedule");
+    let rebuild = rebuilder(
+        options,
+        embedder,
+        state.shared_context(),
+        handle,
+        "schedule",
+    );
     std::thread::Builder::new()
         .name("govcat-refresh".into())
         .spawn(move || loop {
@@ -786,11 +806,20 @@ fn start_refresh(cli: &Cli, state: &AppState, every: Duration) -> Result<(), Ser
 
 /// Starts `--watch`: rebuilds when the ontology or catalog changes (see `index::watch` and
 /// [`rebuilder`]).
-fn start_watch(cli: &Cli, state: &AppState) -> Result<index::watch::WatchGuard, ServerError> {
+fn start_watch(
+    options: &Options,
+    state: &AppState,
+) -> Result<index::watch::WatchGuard, ServerError> {
     let (embedder, handle) = rebuild_parts(state, "--watch")?;
-    let rebuild = rebuilder(cli, embedder, state.shared_context(), handle, "file change");
+    let rebuild = rebuilder(
+        options,
+        embedder,
+        state.shared_context(),
+        handle,
+        "file change",
+    );
     index::watch::spawn(
-        &[cli.ontology.clone(), cli.catalog.clone()],
+        &[options.ontology.clone(), options.catalog.clone()],
         WATCH_DEBOUNCE,
         rebuild,
     )
@@ -854,27 +883,27 @@ fn open_audit(
 }
 
 /// `govcat serve`.
-pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
+pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
     init_logging();
     let addr = match resolve_listen(&args.listen, args.auth) {
         Ok(a) => a,
-        Err(e) => return fail(cli, &e),
+        Err(e) => return fail(options, &e),
     };
     let hosts = match HostPolicy::loopback_plus(&args.allowed_hosts) {
         Ok(h) => h,
-        Err(e) => return fail(cli, &e),
+        Err(e) => return fail(options, &e),
     };
     let auth_config = match auth_config(args) {
         Ok(c) => c,
-        Err(e) => return fail(cli, &e),
+        Err(e) => return fail(options, &e),
     };
     let audit = match open_audit(args.audit_log.as_deref(), AuditSink::stdout) {
         Ok(a) => a,
-        Err(e) => return fail(cli, &e),
+        Err(e) => return fail(options, &e),
     };
-    let (mut app, unavailable) = match serving_context(cli) {
+    let (mut app, unavailable) = match serving_context(options) {
         Ok(built) => built,
-        Err(e) => return cli::report_error(cli, &e),
+        Err(e) => return report_error(options, &e),
     };
     app.ctx.snapshot_refresh_every = args.refresh;
     app.ctx.ontology_drift = ontology_drift(&app.ctx);
@@ -883,30 +912,30 @@ pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
         .with_max_concurrent_requests(args.max_concurrent_requests);
     state.retrieval_unavailable = unavailable;
     if let Some(every) = args.refresh {
-        if let Err(e) = start_refresh(cli, &state, every) {
-            return fail(cli, &e);
+        if let Err(e) = start_refresh(options, &state, every) {
+            return fail(options, &e);
         }
     }
     let _watch = if args.watch {
-        match start_watch(cli, &state) {
+        match start_watch(options, &state) {
             Ok(guard) => Some(guard),
-            Err(e) => return fail(cli, &e),
+            Err(e) => return fail(options, &e),
         }
     } else {
         None
     };
     let rt = match runtime() {
         Ok(rt) => rt,
-        Err(e) => return fail(cli, &e),
+        Err(e) => return fail(options, &e),
     };
     if let Some(config) = auth_config {
         let authenticator = match rt.block_on(Authenticator::new(config)) {
             Ok(a) => Arc::new(a),
-            Err(e) => return fail(cli, &ServerError::Auth(e)),
+            Err(e) => return fail(options, &ServerError::Auth(e)),
         };
         state = match state.with_auth(authenticator) {
             Ok(s) => s,
-            Err(e) => return cli::report_error(cli, &e),
+            Err(e) => return report_error(options, &e),
         };
     }
     let state = Arc::new(state);
@@ -922,7 +951,7 @@ pub fn run_serve(cli: &Cli, args: &ServeArgs) -> ExitCode {
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(cli, &e),
+        Err(e) => fail(options, &e),
     }
 }
 
@@ -986,36 +1015,36 @@ pub async fn shutdown_signal() {
 }
 
 /// `govcat mcp-stdio`.
-pub fn run_mcp_stdio(cli: &Cli, args: &StdioArgs) -> ExitCode {
+pub fn run_mcp_stdio(options: &Options, args: &StdioArgs) -> ExitCode {
     init_logging();
     let scopes = std::env::var(SCOPES_ENV).ok();
     let caller = match caller_from_scopes(scopes.as_deref()) {
         Ok(c) => c,
-        Err(e) => return fail(cli, &e),
+        Err(e) => return fail(options, &e),
     };
     let audit = match open_audit(args.audit_log.as_deref(), AuditSink::stderr) {
         Ok(a) => a,
-        Err(e) => return fail(cli, &e),
+        Err(e) => return fail(options, &e),
     };
-    let (app, unavailable) = match serving_context(cli) {
+    let (app, unavailable) = match serving_context(options) {
         Ok(built) => built,
-        Err(e) => return cli::report_error(cli, &e),
+        Err(e) => return report_error(options, &e),
     };
     // stdio has no Host header; the policy is unused there.
     let hosts = match HostPolicy::loopback_plus(&[]) {
         Ok(h) => h,
-        Err(e) => return fail(cli, &e),
+        Err(e) => return fail(options, &e),
     };
     let mut state = AppState::new(app.ctx, caller, hosts, audit);
     state.retrieval_unavailable = unavailable;
     let state = Arc::new(state);
     let rt = match runtime() {
         Ok(rt) => rt,
-        Err(e) => return fail(cli, &e),
+        Err(e) => return fail(options, &e),
     };
     match rt.block_on(mcp::serve_stdio(state)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(cli, &e),
+        Err(e) => fail(options, &e),
     }
 }
 

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::text::{fold, words};
+use crate::text::{fold, words};
 
 /// File name of the glossary, next to the ontology file.
 pub const GLOSSARY_FILE: &str = "glossary-de-en.tsv";
