@@ -115,6 +115,10 @@ pub enum EvalCommand {
         /// Also write eval.json and a self-contained eval.html into this directory.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Override one retrieval parameter for this run (repeatable), e.g. `rrf_k=60`,
+        /// `dense_weight=1`, `min_similarity=0.35`, `key_weight=1`; echoed in request.params.
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
     },
     /// Leave-one-out over the catalog's tagged columns: suggest_tags from the other columns
     /// vs. the real tags, per key, with two baselines and the precedent conflicts.
@@ -343,8 +347,11 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                 modes,
                 split,
                 report: dir,
+                params,
             } => {
                 let (snapshot, embedder) = ctx.retrieval_parts()?;
+                let params = crate::retrieval::Params::with_overrides(ctx.retrieval, params)
+                    .map_err(|problem| ToolError::new("InvalidArguments", problem))?;
                 let options = queries::QueryOptions {
                     files: files.clone(),
                     modes: modes.clone(),
@@ -354,7 +361,7 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                     &snapshot,
                     embedder.as_ref(),
                     &ctx.ontology,
-                    &ctx.retrieval,
+                    &params,
                     &options,
                     &bar,
                 )?;

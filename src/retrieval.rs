@@ -59,6 +59,39 @@ pub struct Params {
 }
 
 impl Params {
+    /// `self` with `NAME=VALUE` overrides (`rrf_k=60`, `fusion=weighted_sum`); an unknown
+    /// name or a value of the wrong kind is refused with the names there are.
+    pub fn with_overrides(self, overrides: &[String]) -> Result<Params, String> {
+        let mut v = serde_json::to_value(self).map_err(|e| e.to_string())?;
+        let names: Vec<String> = v
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        for o in overrides {
+            let (name, value) = o.split_once('=').ok_or_else(|| {
+                format!(
+                    "--param {o}: expected NAME=VALUE with NAME one of {}",
+                    names.join(", ")
+                )
+            })?;
+            if !names.iter().any(|n| n == name) {
+                return Err(format!(
+                    "--param {o}: no parameter {name}; the parameters are {}",
+                    names.join(", ")
+                ));
+            }
+            let value = serde_json::from_str(value)
+                .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+            v[name] = value;
+        }
+        serde_json::from_value(v).map_err(|e| {
+            format!(
+                "--param {}: {e}; give a number (or fusion=rrf|weighted_sum)",
+                overrides.join(" ")
+            )
+        })
+    }
+
     /// The factor on a key column's score for a description that does (`true`) or does not
     /// ask for an identifier.
     pub fn key_weight_for(&self, asks_for_identifier: bool) -> f64 {
