@@ -324,6 +324,15 @@ impl From<CatalogError> for ToolError {
             CatalogError::RoleNotFound { role, roles } => {
                 base.with("role", role).with("roles", roles)
             }
+            CatalogError::UpstreamDatabaseMissing {
+                domain,
+                database,
+                account_id,
+                ..
+            } => base
+                .with("domain", domain)
+                .with("database", database)
+                .with("account_id", account_id),
             _ => base,
         }
     }
