@@ -207,6 +207,13 @@ fn bounds_are_checked_before_retrieval_is_needed() {
     assert_eq!(e.kind, "EmbedderUnavailable");
 }
 
+/// The schema of an optional property's value: the non-null branch of its
+/// `anyOf [{...}, {"type": "null"}]`.
+fn when_given(property: &Value) -> &Value {
+    assert_eq!(property["anyOf"][1], json!({"type": "null"}), "{property}");
+    &property["anyOf"][0]
+}
+
 #[test]
 fn input_schemas_advertise_the_bounds() {
     let find = &tools::spec("find_precedents")
@@ -216,15 +223,13 @@ fn input_schemas_advertise_the_bounds() {
         find["properties"]["description"]["maxLength"],
         json!(MAX_DESCRIPTION_CHARS)
     );
+    let limit = when_given(&find["properties"]["limit"]);
     assert_eq!(
-        (
-            &find["properties"]["limit"]["minimum"],
-            &find["properties"]["limit"]["maximum"]
-        ),
+        (&limit["minimum"], &limit["maximum"]),
         (&json!(1), &json!(MAX_LIMIT))
     );
     assert_eq!(
-        find["properties"]["domains"]["maxItems"],
+        when_given(&find["properties"]["domains"])["maxItems"],
         json!(MAX_DOMAINS)
     );
     let suggest = &tools::spec("suggest_tags")

@@ -1225,11 +1225,8 @@ fn mcp_stdio_audits_each_call_with_its_environment_caller() {
         json!({"name": "get_dataset", "arguments": {"domain": "claims", "table": "claim"}}),
     );
     assert_eq!(
-        (
-            &refused["result"]["isError"],
-            &refused["result"]["structuredContent"]["error"]
-        ),
-        (&json!(true), &json!("InsufficientScope"))
+        common::mcp_tool_error(&refused["result"])["error"],
+        json!("InsufficientScope")
     );
     drop(stdio);
     let lines: Vec<Value> = std::fs::read_to_string(&log)
