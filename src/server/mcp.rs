@@ -1201,6 +1201,35 @@ mod tests {
     }
 
     #[test]
+    fn prompt_answers_gain_cache_hints_and_nothing_else_changes() {
+        let ids = prompt_get_ids(
+            br#"[{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{}},
+                 {"jsonrpc":"2.0","id":5,"method":"tools/list"}]"#,
+        );
+        assert_eq!(ids, vec![json!(4)]);
+        let prompt = json!({"jsonrpc": "2.0", "id": 4, "result": {"messages": []}});
+        let other = json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": []}});
+        let hinted_prompt = json!({"jsonrpc": "2.0", "id": 4,
+            "result": {"messages": [], "ttlMs": 300000, "cacheScope": "public"}});
+        // A JSON body (one message or a batch).
+        let body = serde_json::to_vec(&json!([prompt, other])).unwrap();
+        let out: Value = serde_json::from_slice(&with_prompt_cache_hints(&body, &ids)).unwrap();
+        assert_eq!(out, json!([hinted_prompt, other]));
+        // SSE: the priming event and other lines are kept byte for byte.
+        let sse = format!("data: \nid: 0/0\nretry: 3000\n\ndata: {prompt}\nid: 0/1\n\n");
+        let out = String::from_utf8(with_prompt_cache_hints(sse.as_bytes(), &ids)).unwrap();
+        assert_eq!(
+            out,
+            format!("data: \nid: 0/0\nretry: 3000\n\ndata: {hinted_prompt}\nid: 0/1\n\n")
+        );
+        // An error answer to a prompts/get has no result to hint.
+        let error = json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "m"}});
+        let body = serde_json::to_vec(&error).unwrap();
+        let out: Value = serde_json::from_slice(&with_prompt_cache_hints(&body, &ids)).unwrap();
+        assert_eq!(out, error);
+    }
+
+    #[test]
     fn dataset_uris_parse_and_others_do_not() {
         assert_eq!(
             parse_dataset_uri("govcat://domain/policy/dataset/customer"),
