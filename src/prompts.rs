@@ -10,7 +10,7 @@
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::limits::MAX_DESCRIPTION_CHARS;
+use crate::limits::{MAX_DESCRIPTION_CHARS, MAX_PROMPT_NAME_CHARS};
 use crate::tools::ToolError;
 
 /// The tag-a-new-column prompt.
@@ -24,9 +24,6 @@ pub const TAG_NEW_COLUMN_STEPS: [&str; 4] = [
     "resolve_lf_tag",
     "get_dataset",
 ];
-/// The longest value of any prompt argument other than a description (a domain, table or
-/// role name).
-pub const MAX_NAME_CHARS: usize = 256;
 
 /// One argument of a prompt. Every argument is a string (the MCP rule).
 #[derive(Debug, Clone, Serialize)]
@@ -251,7 +248,7 @@ impl Arguments<'_> {
         let max = if name == "description" {
             MAX_DESCRIPTION_CHARS
         } else {
-            MAX_NAME_CHARS
+            MAX_PROMPT_NAME_CHARS
         };
         let chars = value.chars().count();
         if chars > max {
