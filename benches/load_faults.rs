@@ -493,8 +493,12 @@ impl Client {
                     });
                 }
                 let result = &answer["result"];
-                let content = result["structuredContent"].clone();
                 if result["isError"] == json!(true) {
+                    // A tool error is the error object as JSON text (no structuredContent).
+                    let content: Value = result["content"][0]["text"]
+                        .as_str()
+                        .and_then(|t| serde_json::from_str(t).ok())
+                        .unwrap_or(Value::Null);
                     return Err(Failure {
                         kind: format!(
                             "MCP tool error {}",
@@ -504,7 +508,7 @@ impl Client {
                         server_error: false,
                     });
                 }
-                Ok(content)
+                Ok(result["structuredContent"].clone())
             }
         }
     }

@@ -45,6 +45,9 @@ MCP host configuration, stdio (the host starts govcat itself):
   }
 }
 
+Prompts (slash commands in the host): tag-new-column (description; domain, table),
+review-grant (role, domain, table). See README, "Connecting an MCP host".
+
 Try: curl -s -X POST http://$listen/v1/tools/find_precedents -H 'content-type: application/json' -d '{"description":"contains an EU IBAN"}'
 Stop with Ctrl-C.
 CONFIG

@@ -2,9 +2,13 @@
 # Proves govcat's MCP surface with clients no one here wrote, against freshly started servers:
 #   1. the pytest suite in tests/python (official Python MCP SDK, Streamable HTTP and stdio,
 #      protocols 2025-11-25 and 2026-07-28; its fixture starts and stops its own server);
-#   2. the MCP conformance suite (npm @modelcontextprotocol/conformance) against /mcp of a
-#      server started here and stopped on exit, even on failure.
-# Prints the conformance scenario table; fails if pytest fails or a required scenario fails.
+#   2. the MCP Inspector CLI (npm @modelcontextprotocol/inspector, pinned in setup-node.sh)
+#      against /mcp of a server started here and stopped on exit, even on failure: the tool
+#      list (with --strict schema checks), two tool calls (one an error result), the ontology
+#      resource, the prompt list and one prompt; any line it prints on stderr fails the run;
+#   3. the MCP conformance suite (npm @modelcontextprotocol/conformance) against that server.
+# Prints the Inspector and conformance tables; fails if pytest fails, the Inspector warns or
+# answers unexpectedly, or a required scenario fails.
 #
 # Usage: scripts/test-mcp.sh            (GOVCAT_BIN overrides target/debug/govcat)
 # Needs: python3, npm (Node 22 is installed into .tools/ by scripts/setup-node.sh), the model
@@ -15,14 +19,14 @@ cd "$(dirname "$0")/.."
 CONFORMANCE=@modelcontextprotocol/conformance@0.1.16
 CONFORMANCE_NEXT=@modelcontextprotocol/conformance@0.2.0-alpha.12
 # Scenarios that apply to any server (the others need the suite's own test tools or prompts).
-REQUIRED=(server-initialize ping tools-list resources-list completion-complete
+REQUIRED=(server-initialize ping tools-list resources-list prompts-list completion-complete
           dns-rebinding-protection server-sse-multiple-streams)
 # 2026-07-28 scenarios of the next suite that apply to any server.
 REQUIRED_NEXT=(http-header-validation http-custom-header-server-validation
-               sep-2164-resource-not-found)
-# 2026-07-28 scenarios reported for information: parts of them need the suite's own tools
-# (server-stateless) or prompts, which govcat does not have (caching).
-INFO_NEXT=(server-stateless caching)
+               sep-2164-resource-not-found caching)
+# 2026-07-28 scenarios reported for information: 4 of server-stateless's checks need the
+# suite's own diagnostic tools, which govcat does not have.
+INFO_NEXT=(server-stateless)
 
 if [ -z "${GOVCAT_BIN:-}" ]; then
   cargo build --quiet --bin govcat
@@ -64,6 +68,49 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 [ -n "$url" ] || { echo "test-mcp: govcat serve printed no URL within 30 s" >&2; exit 1; }
+
+echo "== MCP Inspector CLI against $url =="
+inspector="$PWD/.tools/node_modules/.bin/mcp-inspector"
+# One Inspector call: its name, the exit status it should end with (5 is the Inspector's
+# "the tool returned isError"), the one stderr line that status prints (empty: none), a Python
+# check of its stdout (JSON, as `out`), and its arguments. Anything else on stderr is a warning
+# and fails the run.
+inspect() {
+  local name="$1" want_rc="$2" want_err="$3" check="$4"; shift 4
+  local rc=0
+  "$inspector" --cli "$url" --transport http "$@" >"$work/inspector.out" 2>"$work/inspector.err" || rc=$?
+  local result=PASS problem=""
+  if [ "$rc" -ne "$want_rc" ]; then
+    result=FAIL; problem="exit $rc, expected $want_rc"
+  elif [ "$(cat "$work/inspector.err")" != "$want_err" ]; then
+    result=FAIL; problem="stderr: $(head -c 300 "$work/inspector.err")"
+  elif ! problem="$(.venv/bin/python -c "import json,sys; out=json.load(open(sys.argv[1])); $check" "$work/inspector.out" 2>&1)"; then
+    result=FAIL; problem="$(tail -1 <<<"$problem")"
+  fi
+  printf '%-52s %-10s %s\n' "$name" "$result" "$problem"
+  if [ "$result" = FAIL ]; then status=1; fi
+}
+printf '%-52s %-10s %s\n' "inspector call" "result" "problem"
+inspect "tools/list --strict" 0 "" \
+  'assert [t["name"] for t in out["tools"]] == ["find_precedents", "suggest_tags", "list_domains", "get_dataset", "resolve_lf_tag", "check_grant_expression"]' \
+  --method tools/list --strict
+inspect "tools/call find_precedents" 0 "" \
+  'assert out["isError"] is False and out["structuredContent"]["entries"], out' \
+  --method tools/call --tool-name find_precedents --tool-arg "description=contains an EU IBAN"
+inspect "tools/call get_dataset (an error result)" 5 \
+  "{\"error\":{\"code\":\"tool_is_error\",\"message\":\"Tool 'get_dataset' returned isError:true.\"}}" \
+  'e = json.loads(out["content"][0]["text"]); assert out["isError"] is True and "structuredContent" not in out and e["error"] == "DatasetNotFound", out' \
+  --method tools/call --tool-name get_dataset --tool-arg domain=policy --tool-arg table=nope
+inspect "resources/read govcat://ontology/lf-tags" 0 "" \
+  'assert json.loads(out["contents"][0]["text"]) == json.load(open("ontology/lf-tags.json"))' \
+  --method resources/read --uri govcat://ontology/lf-tags
+inspect "prompts/list" 0 "" \
+  'assert [p["name"] for p in out["prompts"]] == ["tag-new-column", "review-grant"], out' \
+  --method prompts/list
+inspect "prompts/get tag-new-column" 0 "" \
+  'text = "\n".join(m["content"]["text"] for m in out["messages"]); at = [text.find(t) for t in ("find_precedents", "suggest_tags", "resolve_lf_tag", "get_dataset")]; assert -1 not in at and at == sorted(at), at' \
+  --method prompts/get --prompt-name tag-new-column --prompt-args "description=contains an EU IBAN"
+echo
 
 echo "== conformance $CONFORMANCE against $url =="
 (cd "$work" && npx -y "$CONFORMANCE" server --url "$url" >"$work/conformance.out" 2>&1) || true

@@ -28,6 +28,8 @@
 //!   order, cursors, suggestions from the caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
 //!   and one dispatcher (`tools::call`) shared by every transport.
+//! - [`prompts`]: the prompts a host offers as slash commands (`tag-new-column`,
+//!   `review-grant`) — arguments and message text that drive the tools in order; read nothing.
 //! - [`auth`]: bearer tokens (JWT, RS256/ES256, JWKS by `kid`) → a `Principal` and its
 //!   `Caller`; RFC 6750 challenges, RFC 9728 metadata, the axum middleware.
 //! - [`audit`]: one JSON line per call (who, which tool, redacted arguments, outcome).
@@ -54,6 +56,7 @@ pub mod eval;
 pub mod index;
 pub mod limits;
 pub mod ontology;
+pub mod prompts;
 pub mod retrieval;
 pub mod server;
 pub mod text;

@@ -14,6 +14,9 @@ pub const MAX_LIMIT: usize = 50;
 pub const DEFAULT_LIMIT: usize = 10;
 /// Most entries in the `domains` list of `find_precedents`.
 pub const MAX_DOMAINS: usize = 64;
+/// Longest prompt argument that names something (a domain, table or role), in characters; a
+/// prompt's `description` argument has [`MAX_DESCRIPTION_CHARS`].
+pub const MAX_PROMPT_NAME_CHARS: usize = 256;
 /// Largest request body of a REST tool call or an MCP POST, in bytes (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 /// Default of `serve --max-concurrent-requests`: requests to `/mcp` and `/v1/*` answered at

@@ -594,29 +594,54 @@ fn a_table_or_domain_not_in_the_catalog_is_not_found_never_empty() {
 }
 
 #[test]
-fn a_configured_domain_whose_database_is_missing_says_so_instead_of_not_found() {
+fn a_configured_domain_whose_database_is_missing_is_its_own_error_and_present_it_reads() {
     let Some(moto) = Moto::start() else { return };
-    moto.seed();
-    // `policy` is in the domain map, but its account (changed here) has no `policy_curated`.
+    let summary = moto.seed();
+    let me = caller("tester");
+    let policy = Domain("policy".into());
+    // Present: the domain map's account has `policy_curated`.
+    let present = harness::source(&moto.url(), "");
+    assert_eq!(
+        present.list_tables(&me, &policy).expect("policy reads"),
+        seeded_tables(&summary, "policy")
+            .into_iter()
+            .map(TableName)
+            .collect::<Vec<_>>()
+    );
+    // Missing: `policy` is still in the domain map, but its account (changed here) has no
+    // `policy_curated`.
     let text = harness::config_text("").replace("210000000001", "210000000099");
     let config = AwsConfig::parse(&text, Path::new("tests/aws/domains.toml")).expect("parses");
     let source = harness::source_with(&moto.url(), config);
-    let me = caller("tester");
-    let e = source
-        .list_tables(&me, &Domain("policy".into()))
-        .unwrap_err();
+    let e = source.list_tables(&me, &policy).unwrap_err();
     assert_eq!(
         e,
-        CatalogError::UpstreamRejected {
+        CatalogError::UpstreamDatabaseMissing {
             domain: "policy".into(),
+            database: "policy_curated".into(),
+            account_id: "210000000099".into(),
             operation: "glue:GetTables on policy_curated".into(),
-            problem: "account 210000000099 has no Glue database 'policy_curated', which domain 'policy' is configured to read".into(),
-            next: "create the database in that account, or correct domain 'policy' (account_id) in the aws domain map".into(),
         }
+    );
+    assert_eq!(
+        e.to_string(),
+        "glue:GetTables on policy_curated for domain 'policy' failed: account 210000000099 has no Glue database 'policy_curated', which the domain is configured to read; create the database in that account, or correct domain 'policy' (account_id) in the aws domain map"
+    );
+    let tool_error = tools::ToolError::from(e);
+    assert_eq!(tool_error.kind, "UpstreamDatabaseMissing");
+    assert_eq!(
+        tool_error.to_json(),
+        json!({
+            "error": "UpstreamDatabaseMissing",
+            "message": tool_error.message,
+            "domain": "policy",
+            "database": "policy_curated",
+            "account_id": "210000000099",
+        })
     );
     // (`get_dataset` is not checked here: moto answers Lake Formation's database-tags read for
     // a missing database with a bare HTTP 500, where AWS answers EntityNotFoundException.)
-    // The unchanged domains still read.
+    // The unchanged domains of the same source still read.
     assert!(!source
         .list_tables(&me, &Domain("claims".into()))
         .expect("claims reads")

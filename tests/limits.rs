@@ -10,16 +10,19 @@
 #[path = "server_http/client.rs"]
 mod client;
 mod common;
+#[path = "server_http/mcp_session.rs"]
+mod mcp_session;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use client::{request, Response};
-use common::server::{Served, MCP_HEADERS, MCP_PROTOCOL};
+use common::server::{Served, MCP_HEADERS};
 use common::{call_err, call_ok};
 use govcat::limits::{MAX_BODY_BYTES, MAX_DESCRIPTION_CHARS, MAX_DOMAINS, MAX_LIMIT};
 use govcat::tools::{self, Caller, Context};
+use mcp_session::{initialize, mcp_request, mcp_session};
 use serde_json::{json, Value};
 
 const EU_IBAN: &str = "contains an EU IBAN";
@@ -204,6 +207,13 @@ fn bounds_are_checked_before_retrieval_is_needed() {
     assert_eq!(e.kind, "EmbedderUnavailable");
 }
 
+/// The schema of an optional property's value: the non-null branch of its
+/// `anyOf [{...}, {"type": "null"}]`.
+fn when_given(property: &Value) -> &Value {
+    assert_eq!(property["anyOf"][1], json!({"type": "null"}), "{property}");
+    &property["anyOf"][0]
+}
+
 #[test]
 fn input_schemas_advertise_the_bounds() {
     let find = &tools::spec("find_precedents")
@@ -213,15 +223,13 @@ fn input_schemas_advertise_the_bounds() {
         find["properties"]["description"]["maxLength"],
         json!(MAX_DESCRIPTION_CHARS)
     );
+    let limit = when_given(&find["properties"]["limit"]);
     assert_eq!(
-        (
-            &find["properties"]["limit"]["minimum"],
-            &find["properties"]["limit"]["maximum"]
-        ),
+        (&limit["minimum"], &limit["maximum"]),
         (&json!(1), &json!(MAX_LIMIT))
     );
     assert_eq!(
-        find["properties"]["domains"]["maxItems"],
+        when_given(&find["properties"]["domains"])["maxItems"],
         json!(MAX_DOMAINS)
     );
     let suggest = &tools::spec("suggest_tags")
@@ -258,54 +266,10 @@ fn rest_call(addr: SocketAddr, tool: &str, args: &Value) -> Response {
     )
 }
 
-fn initialize(id: u64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
-        "protocolVersion": MCP_PROTOCOL, "capabilities": {},
-        "clientInfo": {"name": "limits-test", "version": "1"}}})
-}
-
-/// Opens an MCP session (initialize, then `notifications/initialized`); returns its id.
-fn mcp_session(addr: SocketAddr) -> String {
-    let init = post(
-        addr,
-        "/mcp",
-        MCP_HEADERS,
-        initialize(0).to_string().as_bytes(),
-    );
-    assert_eq!(init.status, 200, "initialize: {}", init.text());
-    let session = init
-        .header("mcp-session-id")
-        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {:?}", init.headers))
-        .to_string();
-    let mut headers = MCP_HEADERS.to_vec();
-    headers.push(("Mcp-Session-Id", &session));
-    headers.push(("MCP-Protocol-Version", MCP_PROTOCOL));
-    let ack = post(
-        addr,
-        "/mcp",
-        &headers,
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            .to_string()
-            .as_bytes(),
-    );
-    assert_eq!(ack.status, 202, "initialized: {}", ack.text());
-    session
-}
-
 /// `tools/call` in a session; returns the JSON-RPC `result`.
 fn mcp_tool(addr: SocketAddr, session: &str, id: u64, tool: &str, args: &Value) -> Value {
-    let mut headers = MCP_HEADERS.to_vec();
-    headers.push(("Mcp-Session-Id", session));
-    headers.push(("MCP-Protocol-Version", MCP_PROTOCOL));
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                      "params": {"name": tool, "arguments": args}});
-    let resp = post(addr, "/mcp", &headers, body.to_string().as_bytes());
-    assert_eq!(resp.status, 200, "{tool}: {}", resp.text());
-    resp.rpc_messages()
-        .into_iter()
-        .find(|m| m["id"] == json!(id))
-        .unwrap_or_else(|| panic!("no answer with id {id} in {}", resp.text()))["result"]
-        .clone()
+    let params = json!({"name": tool, "arguments": args});
+    mcp_request(addr, session, id, "tools/call", &params)["result"].clone()
 }
 
 fn over_the_bounds() -> [(Value, Value); 3] {
@@ -342,10 +306,7 @@ fn mcp_refuses_each_argument_over_its_bound_with_an_is_error_result() {
     let session = mcp_session(server.addr);
     for (id, (args, error)) in (1..).zip(over_the_bounds()) {
         let result = mcp_tool(server.addr, &session, id, "find_precedents", &args);
-        assert_eq!(
-            (&result["isError"], &result["structuredContent"]),
-            (&json!(true), &error)
-        );
+        assert_eq!(common::mcp_tool_error(&result), error);
     }
 }
 

@@ -16,16 +16,16 @@ mod client;
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
 use client::{request, Response};
-use common::server::{retrieval_available, Served, BIN, MCP_HEADERS, MCP_PROTOCOL};
+use common::server::{retrieval_available, Served, StdioServer, BIN, MCP_HEADERS, MCP_PROTOCOL};
 use common::{model_dir, patched, sign_jwt};
 use jsonwebtoken::{Algorithm, EncodingKey};
 
@@ -1207,74 +1207,6 @@ fn the_server_refuses_to_start_with_an_audit_log_it_cannot_open_or_half_an_auth_
 
 // ---------------------------------------------------------------- stdio
 
-/// `govcat mcp-stdio` with newline-delimited JSON-RPC on its stdin and stdout.
-struct StdioServer {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl StdioServer {
-    fn start(audit_log: &Path, scopes: &str) -> StdioServer {
-        let mut child = Command::new(BIN)
-            .current_dir(REPO)
-            .arg("mcp-stdio")
-            .arg("--audit-log")
-            .arg(audit_log)
-            .env("GOVCAT_SCOPES", scopes)
-            .env("GOVCAT_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn govcat mcp-stdio");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut s = StdioServer {
-            child,
-            stdin,
-            stdout,
-        };
-        let init = s.call(
-            0,
-            "initialize",
-            json!({"protocolVersion": MCP_PROTOCOL, "capabilities": {},
-                   "clientInfo": {"name": "stdio-test", "version": "1"}}),
-        );
-        assert!(init.get("result").is_some(), "{init}");
-        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        s
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").expect("write to mcp-stdio");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read mcp-stdio");
-            assert!(
-                n > 0,
-                "mcp-stdio closed its stdout while {method} was pending"
-            );
-            let message: Value = serde_json::from_str(&line).expect("JSON-RPC line");
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-}
-
-impl Drop for StdioServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn mcp_stdio_audits_each_call_with_its_environment_caller() {
     let since = unix_now();
@@ -1293,11 +1225,8 @@ fn mcp_stdio_audits_each_call_with_its_environment_caller() {
         json!({"name": "get_dataset", "arguments": {"domain": "claims", "table": "claim"}}),
     );
     assert_eq!(
-        (
-            &refused["result"]["isError"],
-            &refused["result"]["structuredContent"]["error"]
-        ),
-        (&json!(true), &json!("InsufficientScope"))
+        common::mcp_tool_error(&refused["result"])["error"],
+        json!("InsufficientScope")
     );
     drop(stdio);
     let lines: Vec<Value> = std::fs::read_to_string(&log)
@@ -1350,14 +1279,8 @@ fn mcp_stdio_answers_is_error_when_its_audit_log_cannot_be_written() {
         json!({"name": "list_domains", "arguments": {}}),
     );
     assert_eq!(
-        (
-            &answer["result"]["isError"],
-            &answer["result"]["structuredContent"]
-        ),
-        (
-            &json!(true),
-            &json!({"error": "AuditUnavailable", "message": DEV_FULL_REFUSAL})
-        ),
+        common::mcp_tool_error(&answer["result"]),
+        json!({"error": "AuditUnavailable", "message": DEV_FULL_REFUSAL}),
         "{answer}"
     );
     let listed = stdio.call(2, "tools/list", json!({}));

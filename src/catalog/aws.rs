@@ -824,21 +824,14 @@ impl CatalogSource for AwsSource {
     }
 }
 
-/// A configured domain whose Glue database the account does not have. Not `DomainNotFound`:
-/// the domain is in govcat's domain map, and `govcat list-domains` would list it; what is
-/// missing is upstream, and retrying will not bring it back.
+/// A configured domain whose Glue database the account does not have: its own error, not
+/// `DomainNotFound` (see [`CatalogError::UpstreamDatabaseMissing`]).
 fn database_missing(domain: &DomainConfig, call: &Call, database: &str) -> CatalogError {
-    CatalogError::UpstreamRejected {
+    CatalogError::UpstreamDatabaseMissing {
         domain: domain.name.clone(),
+        database: database.to_string(),
+        account_id: domain.account_id.clone(),
         operation: call.operation.clone(),
-        problem: format!(
-            "account {} has no Glue database '{database}', which domain '{}' is configured to read",
-            domain.account_id, domain.name
-        ),
-        next: format!(
-            "create the database in that account, or correct domain '{}' (account_id) in the aws domain map",
-            domain.name
-        ),
     }
 }
 

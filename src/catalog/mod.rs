@@ -457,6 +457,16 @@ pub enum CatalogError {
         problem: String,
         next: String,
     },
+    /// A configured domain whose Glue database the account does not have. Not
+    /// `DomainNotFound`: the domain is in govcat's domain map (`govcat list-domains` lists it);
+    /// what is missing is upstream, and retrying will not bring it back.
+    #[error("{operation} for domain '{domain}' failed: account {account_id} has no Glue database '{database}', which the domain is configured to read; create the database in that account, or correct domain '{domain}' (account_id) in the aws domain map")]
+    UpstreamDatabaseMissing {
+        domain: String,
+        database: String,
+        account_id: String,
+        operation: String,
+    },
     /// AWS refused the request itself; retrying will not help.
     #[error("{operation} for domain '{domain}' was rejected: {problem}; {next}")]
     UpstreamRejected {
@@ -483,6 +493,7 @@ impl CatalogError {
             CatalogError::Io { .. } => "SourceUnavailable",
             CatalogError::UpstreamUnavailable { .. } => "UpstreamUnavailable",
             CatalogError::UpstreamAccessDenied { .. } => "UpstreamAccessDenied",
+            CatalogError::UpstreamDatabaseMissing { .. } => "UpstreamDatabaseMissing",
             CatalogError::UpstreamRejected { .. } => "UpstreamRejected",
         }
     }

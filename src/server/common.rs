@@ -43,6 +43,7 @@ pub fn status_for(kind: &str) -> StatusCode {
         TOO_MANY_REQUESTS => StatusCode::TOO_MANY_REQUESTS,
         "UpstreamSchemaError"
         | "UpstreamRejected"
+        | "UpstreamDatabaseMissing"
         | "UpstreamAccessDenied"
         | "TagOutsideOntology" => StatusCode::BAD_GATEWAY,
         "SourceUnavailable"
@@ -104,6 +105,7 @@ mod tests {
             ("MissingToken", 401),
             ("InvalidToken", 401),
             ("UpstreamRejected", 502),
+            ("UpstreamDatabaseMissing", 502),
             ("UpstreamAccessDenied", 502),
             ("UpstreamUnavailable", 503),
             ("EmbedderUnavailable", 503),

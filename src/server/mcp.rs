@@ -4,8 +4,9 @@
 //!
 //! Mapping, one rule each:
 //! - a tool result is `structuredContent` plus a text block with the same JSON;
-//! - a tool failure is a result with `isError: true` and the error object — never a protocol
-//!   error (only an unknown tool name is one, as the MCP spec asks);
+//! - a tool failure is a result with `isError: true` and the error object as its text block
+//!   (no `structuredContent`: that must fit the `outputSchema`) — never a protocol error (only
+//!   an unknown tool name is one, as the MCP spec asks);
 //! - an `input_required` ask is, on protocol 2026-07-28, an MRTR `InputRequiredResult` with one
 //!   form elicitation (an `enum` per missing key); the retry's answers are merged into the
 //!   `tags` argument. Older protocols cannot carry the ask, so it becomes a tool error listing
@@ -15,27 +16,41 @@
 //! the request's [`AuditSlot`] and `guard::mcp_gate` writes the line when the answer is complete;
 //! over stdio the handler writes it, and a call it cannot write is answered as an error.
 //!
-//! Lists carry honest cache hints: the tool list and the template list are fixed for the life of
-//! the process (public, [`TOOL_LIST_TTL_MS`]); the ontology is public with the short floor;
-//! datasets are private with the source's `ttlMs`.
+//! Lists carry honest cache hints: the tool list, the template list and the prompt list are
+//! fixed for the life of the process (public, [`TOOL_LIST_TTL_MS`]), and so is a rendered prompt
+//! (its text depends only on its arguments); the ontology is public with the short floor;
+//! datasets are private with the source's `ttlMs`. rmcp's `GetPromptResult` has no fields for
+//! the hints, so they are added to the serialised `prompts/get` answer
+//! ([`add_prompt_cache_hints`]).
+//!
+//! `DELETE /mcp` ends a session: 204 when it was open, 404 when it was not ([`end_session`];
+//! rmcp alone answers 202 to both, which the official clients log as a failure).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime};
 
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, CompletionInfo, ElicitRequest, ElicitRequestParams, ElicitationSchema,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig,
-    Tool, ToolAnnotations,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
+    CompleteRequestParams, CompleteResult, CompletionInfo, CustomResult, ElicitRequest,
+    ElicitRequestParams, ElicitationSchema, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate,
+    ServerCapabilities, ServerConfig, ServerResult, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, Service, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -43,7 +58,9 @@ use super::common::TOOL_LIST_TTL_MS;
 use super::{call_tool, AppState, ServerError};
 use crate::audit::{AuditError, AuditOutcome, Call, Transport, Who};
 use crate::catalog::{CatalogError, Domain};
+use crate::limits::MAX_BODY_BYTES;
 use crate::ontology::OntologyError;
+use crate::prompts::{self, PromptError};
 use crate::tools::{self, Caller, InputRequired, Outcome, ToolError, TTL_FLOOR};
 
 /// The ontology as a fixed resource.
@@ -151,27 +168,223 @@ fn unaudited(e: &AuditError) -> McpError {
     McpError::internal_error(error.message.clone(), Some(error.to_json()))
 }
 
-/// rmcp's Streamable HTTP service for `/mcp`: Host and Origin validation on (the server's
-/// [`HostPolicy`](super::HostPolicy)), sessions for 2025-era clients, stateless 2026-07-28.
-pub fn service(
-    state: Arc<AppState>,
-    cancel: CancellationToken,
-) -> StreamableHttpService<GovcatMcp, LocalSessionManager> {
+/// The service for `/mcp`: rmcp's Streamable HTTP service — Host and Origin validation on (the
+/// server's [`HostPolicy`](super::HostPolicy)), sessions for 2025-era clients, stateless
+/// 2026-07-28 — behind [`end_session`] and [`prompt_cache_hints`].
+pub fn service(state: Arc<AppState>, cancel: CancellationToken) -> Router {
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(state.hosts.rmcp_hosts())
         .with_allowed_origins(state.hosts.rmcp_origins())
         .enforce_origin_validation()
         .with_cancellation_token(cancel);
-    StreamableHttpService::new(
+    let sessions = Arc::new(LocalSessionManager::default());
+    let rmcp = StreamableHttpService::new(
         move || Ok(GovcatMcp::new(state.clone())),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
+    );
+    Router::new()
+        .fallback_service(rmcp)
+        .layer(middleware::from_fn(prompt_cache_hints))
+        .layer(middleware::from_fn_with_state(sessions, end_session))
+}
+
+/// The session id header of Streamable HTTP.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+/// The error kind of a `DELETE /mcp` for a session that is not open.
+pub const SESSION_NOT_FOUND: &str = "SessionNotFound";
+
+/// `DELETE /mcp` as the official clients expect it: 204 when the session was open (rmcp closes
+/// it and answers 202), 404 when it was not. rmcp still sees every request first, so its Host,
+/// Origin and protocol-version checks answer before this mapping does.
+pub async fn end_session(
+    State(sessions): State<Arc<LocalSessionManager>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let (true, Some(session)) = (request.method() == Method::DELETE, session) else {
+        return next.run(request).await;
+    };
+    let was_open = sessions
+        .has_session(&session.as_str().into())
+        .await
+        .unwrap_or(false);
+    let response = next.run(request).await;
+    if response.status() != StatusCode::ACCEPTED {
+        return response;
+    }
+    if was_open {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    let error = ToolError::new(
+        SESSION_NOT_FOUND,
+        format!("MCP session '{session}' is not open on this server (it was closed, expired, or began in another server process); start a new session with initialize"),
     )
+    .with("session", &session);
+    (StatusCode::NOT_FOUND, Json(error.to_json())).into_response()
+}
+
+/// Adds the cache hints of a rendered prompt to a `prompts/get` result: fixed for the life of
+/// the process and the same for every caller. rmcp's `GetPromptResult` has no fields for them,
+/// so both transports add them to the serialised answer: HTTP in [`prompt_cache_hints`], stdio
+/// in [`Stdio`].
+pub fn add_prompt_cache_hints(result: &mut Map<String, Value>) {
+    result.insert("ttlMs".into(), json!(TOOL_LIST_TTL_MS));
+    result.insert("cacheScope".into(), json!(tools::CacheScope::Public));
+}
+
+/// The ids of the `prompts/get` requests in an MCP POST body (one message or a batch).
+fn prompt_get_ids(body: &[u8]) -> Vec<Value> {
+    let messages = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(batch)) => batch,
+        Ok(message) => vec![message],
+        Err(_) => Vec::new(),
+    };
+    messages
+        .into_iter()
+        .filter(|m| m.get("method").and_then(Value::as_str) == Some("prompts/get"))
+        .filter_map(|m| m.get("id").cloned())
+        .collect()
+}
+
+/// `message` with the prompt cache hints added, when it is the result of one of `ids`.
+fn hinted(mut message: Value, ids: &[Value]) -> Value {
+    let answers = message.get("id").is_some_and(|id| ids.contains(id));
+    if let (true, Some(Value::Object(result))) = (answers, message.get_mut("result")) {
+        if result.contains_key("messages") {
+            add_prompt_cache_hints(result);
+        }
+    }
+    message
+}
+
+/// An MCP answer body (JSON, or the `data:` lines of SSE) with the prompt cache hints added to
+/// the results of `ids`; other messages and lines are kept as they are.
+pub fn with_prompt_cache_hints(body: &[u8], ids: &[Value]) -> Vec<u8> {
+    if let Ok(message) = serde_json::from_slice::<Value>(body) {
+        let out = match message {
+            Value::Array(batch) => {
+                Value::Array(batch.into_iter().map(|m| hinted(m, ids)).collect())
+            }
+            message => hinted(message, ids),
+        };
+        return serde_json::to_vec(&out).unwrap_or_else(|_| body.to_vec());
+    }
+    let Ok(text) = std::str::from_utf8(body) else {
+        return body.to_vec();
+    };
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let parsed = line
+            .strip_prefix("data:")
+            .and_then(|d| serde_json::from_str::<Value>(d.trim()).ok());
+        match parsed {
+            Some(message) => {
+                let ending = &line[line.trim_end_matches(['\r', '\n']).len()..];
+                out.push_str("data: ");
+                out.push_str(&hinted(message, ids).to_string());
+                out.push_str(ending);
+            }
+            None => out.push_str(line),
+        }
+    }
+    out.into_bytes()
+}
+
+/// In front of rmcp: adds the cache hints to `prompts/get` answers (see
+/// [`add_prompt_cache_hints`]). Other requests pass untouched and unbuffered.
+pub async fn prompt_cache_hints(request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    // `guard::mcp_gate` has read and bounded the body already; this is a copy in memory.
+    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            let error = super::common::request_too_large("one JSON-RPC message");
+            return (StatusCode::PAYLOAD_TOO_LARGE, Json(error.to_json())).into_response();
+        }
+    };
+    let ids = prompt_get_ids(&bytes);
+    let response = next
+        .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await;
+    if ids.is_empty() {
+        return response;
+    }
+    let (mut head, body) = response.into_parts();
+    let body = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(b) => b,
+        Err(e) => {
+            let error = ToolError::new(
+                "ResponseFailed",
+                format!("the MCP answer could not be produced ({e}); retry the request"),
+            );
+            return (StatusCode::INTERNAL_SERVER_ERROR, Json(error.to_json())).into_response();
+        }
+    };
+    head.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(
+        head,
+        axum::body::Body::from(with_prompt_cache_hints(&body, &ids)),
+    )
+}
+
+/// [`GovcatMcp`] as it is served over stdio: every request goes to the handler; the
+/// `prompts/get` answer gains its cache hints (see [`add_prompt_cache_hints`]).
+#[derive(Clone)]
+pub struct Stdio(pub GovcatMcp);
+
+impl Service<RoleServer> for Stdio {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        let is_get_prompt = matches!(request, ClientRequest::GetPromptRequest(_));
+        match Service::handle_request(&self.0, request, context).await? {
+            ServerResult::GetPromptResult(result) if is_get_prompt => {
+                let mut value = serde_json::to_value(&result).map_err(|e| {
+                    McpError::internal_error(
+                        format!("the prompt could not be serialised ({e}); report this to the govcat maintainers"),
+                        None,
+                    )
+                })?;
+                if let Some(object) = value.as_object_mut() {
+                    add_prompt_cache_hints(object);
+                }
+                Ok(ServerResult::CustomResult(CustomResult::new(value)))
+            }
+            other => Ok(other),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: rmcp::model::ClientNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Service::handle_notification(&self.0, notification, context).await
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        ServerHandler::get_info(&self.0)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        ServerHandler::supported_protocol_versions(&self.0)
+    }
 }
 
 /// Serves MCP on stdin/stdout until the client closes the stream.
 pub async fn serve_stdio(state: Arc<AppState>) -> Result<(), ServerError> {
-    let running = GovcatMcp::new(state)
+    let running = Stdio(GovcatMcp::new(state))
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| {
@@ -261,13 +474,62 @@ pub fn mcp_tools() -> &'static [Tool] {
     })
 }
 
+/// Every prompt as MCP lists it, built once from `prompts::PROMPTS`.
+pub fn mcp_prompts() -> &'static [Prompt] {
+    static PROMPTS: OnceLock<Vec<Prompt>> = OnceLock::new();
+    PROMPTS.get_or_init(|| {
+        prompts::PROMPTS
+            .iter()
+            .map(|p| {
+                let arguments = p
+                    .arguments
+                    .iter()
+                    .map(|a| {
+                        PromptArgument::new(a.name)
+                            .with_description(a.description)
+                            .with_required(a.required)
+                    })
+                    .collect();
+                Prompt::new(p.name, Some(p.description), Some(arguments)).with_title(p.title)
+            })
+            .collect()
+    })
+}
+
+/// A rendered prompt as MCP messages.
+pub fn prompt_result(rendered: prompts::Rendered) -> GetPromptResult {
+    let messages = rendered
+        .messages
+        .into_iter()
+        .map(|m| {
+            let role = match m.role {
+                prompts::Role::User => rmcp::model::Role::User,
+                prompts::Role::Assistant => rmcp::model::Role::Assistant,
+            };
+            PromptMessage::new_text(role, m.text)
+        })
+        .collect();
+    GetPromptResult::new(messages).with_description(rendered.description)
+}
+
+/// A prompt that cannot be rendered: invalid params, the error object as data.
+fn prompt_error(e: PromptError) -> McpError {
+    let error = ToolError::from(e);
+    McpError::invalid_params(error.message.clone(), Some(error.to_json()))
+}
+
 fn is_2026_or_later(ctx: &RequestContext<RoleServer>) -> bool {
     ctx.protocol_version()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
+/// A tool failure: `isError` with the error object as the text block, and no
+/// `structuredContent` — strict clients (MCP Inspector) check `structuredContent` against the
+/// tool's `outputSchema` even on an error, and an error object is not the tool's output.
 fn tool_error(e: &ToolError) -> CallToolResult {
-    CallToolResult::structured_error(e.to_json())
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+        e.to_json().to_string(),
+    )])
 }
 
 /// The MRTR form of an ask: one form elicitation with an `enum` of allowed values per key.
@@ -432,6 +694,7 @@ fn completion_values(
     };
     match argument {
         "domain" => Ok(readable_domains()?.into_iter().map(|d| d.0).collect()),
+        "role" => Ok(ctx.source.list_roles(caller)?),
         "table" => {
             let domains = match domain_hint {
                 Some(d) => vec![Domain(d.to_string())],
@@ -450,7 +713,7 @@ fn completion_values(
         }
         other => Err(ToolError::new(
             "InvalidArguments",
-            format!("the template {DATASET_TEMPLATE} has no argument '{other}'; complete one of {COMPLETABLE:?}"),
+            format!("'{other}' has no completion values; complete one of {COMPLETABLE:?} (or a prompt's role)"),
         )),
     }
 }
@@ -477,6 +740,7 @@ impl ServerHandler for GovcatMcp {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_prompts()
                 .enable_completions()
                 .build(),
         );
@@ -619,6 +883,47 @@ impl ServerHandler for GovcatMcp {
             .with_cache_scope(CacheScope::Public))
     }
 
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let (time, started) = (SystemTime::now(), Instant::now());
+        let call = Call::method("prompts/list", json!({}), AuditOutcome::Ok)
+            .with_count(mcp_prompts().len() as u64);
+        self.record_method(&ctx, call, time, started)?;
+        Ok(ListPromptsResult::with_all_items(mcp_prompts().to_vec())
+            .with_ttl_ms(TOOL_LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let (time, started) = (SystemTime::now(), Instant::now());
+        let arguments = request.arguments.unwrap_or_default();
+        let audited = json!({"name": request.name, "arguments": arguments});
+        let got = |outcome: AuditOutcome| Call::method("prompts/get", audited.clone(), outcome);
+        match prompts::render(&request.name, &arguments) {
+            Ok(rendered) => {
+                let count = rendered.messages.len() as u64;
+                self.record_method(&ctx, got(AuditOutcome::Ok).with_count(count), time, started)?;
+                Ok(prompt_result(rendered).into())
+            }
+            Err(e) => {
+                self.record_method(
+                    &ctx,
+                    got(AuditOutcome::Error).with_error(e.kind()),
+                    time,
+                    started,
+                )?;
+                Err(prompt_error(e))
+            }
+        }
+    }
+
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
@@ -703,11 +1008,20 @@ impl ServerHandler for GovcatMcp {
         let arguments = serde_json::to_value(&request).unwrap_or_else(|_| json!({}));
         let completed =
             |outcome: AuditOutcome| Call::method("completion/complete", arguments.clone(), outcome);
-        // Only the dataset template has completable arguments; anything else (a prompt, another
-        // template, another argument) completes to nothing rather than failing the request.
-        let is_template =
-            matches!(&request.r#ref, Reference::Resource(r) if r.uri == DATASET_TEMPLATE);
-        if !is_template || !COMPLETABLE.contains(&request.argument.name.as_str()) {
+        // The dataset template's arguments and the prompts' completable ones have values;
+        // anything else (another template, another argument) completes to nothing rather than
+        // failing the request.
+        let argument_name = request.argument.name.as_str();
+        let completable = match &request.r#ref {
+            Reference::Resource(r) => {
+                r.uri == DATASET_TEMPLATE && COMPLETABLE.contains(&argument_name)
+            }
+            Reference::Prompt(p) => prompts::spec(&p.name)
+                .and_then(|spec| spec.argument(argument_name))
+                .is_some_and(|a| a.completable),
+            _ => false,
+        };
+        if !completable {
             self.record_method(
                 &ctx,
                 completed(AuditOutcome::Empty).with_count(0),
@@ -900,6 +1214,35 @@ mod tests {
             merge_answers(&mut args, &declined),
             Ok(Answer::Refused("decline".into()))
         );
+    }
+
+    #[test]
+    fn prompt_answers_gain_cache_hints_and_nothing_else_changes() {
+        let ids = prompt_get_ids(
+            br#"[{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{}},
+                 {"jsonrpc":"2.0","id":5,"method":"tools/list"}]"#,
+        );
+        assert_eq!(ids, vec![json!(4)]);
+        let prompt = json!({"jsonrpc": "2.0", "id": 4, "result": {"messages": []}});
+        let other = json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": []}});
+        let hinted_prompt = json!({"jsonrpc": "2.0", "id": 4,
+            "result": {"messages": [], "ttlMs": 300000, "cacheScope": "public"}});
+        // A JSON body (one message or a batch).
+        let body = serde_json::to_vec(&json!([prompt, other])).unwrap();
+        let out: Value = serde_json::from_slice(&with_prompt_cache_hints(&body, &ids)).unwrap();
+        assert_eq!(out, json!([hinted_prompt, other]));
+        // SSE: the priming event and other lines are kept byte for byte.
+        let sse = format!("data: \nid: 0/0\nretry: 3000\n\ndata: {prompt}\nid: 0/1\n\n");
+        let out = String::from_utf8(with_prompt_cache_hints(sse.as_bytes(), &ids)).unwrap();
+        assert_eq!(
+            out,
+            format!("data: \nid: 0/0\nretry: 3000\n\ndata: {hinted_prompt}\nid: 0/1\n\n")
+        );
+        // An error answer to a prompts/get has no result to hint.
+        let error = json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "m"}});
+        let body = serde_json::to_vec(&error).unwrap();
+        let out: Value = serde_json::from_slice(&with_prompt_cache_hints(&body, &ids)).unwrap();
+        assert_eq!(out, error);
     }
 
     #[test]

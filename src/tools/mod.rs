@@ -278,6 +278,15 @@ impl From<CatalogError> for ToolError {
             CatalogError::RoleNotFound { role, roles } => {
                 base.with("role", role).with("roles", roles)
             }
+            CatalogError::UpstreamDatabaseMissing {
+                domain,
+                database,
+                account_id,
+                ..
+            } => base
+                .with("domain", domain)
+                .with("database", database)
+                .with("account_id", account_id),
             _ => base,
         }
     }
@@ -310,8 +319,85 @@ pub struct ToolSpec {
     pub output_schema: Value,
 }
 
+/// The one place schemas are generated: JSON Schema 2020-12 that strict and single-`type`
+/// clients take as it is.
+/// - Only the formats the draft defines: schemars writes OpenAPI-style formats for numbers
+///   (`uint32`, `uint`, `int64`, `double`), which validators reject or warn about as unknown;
+///   the bound they imply is already there as `minimum: 0` for unsigned integers.
+/// - A nullable field (`type: [T, "null"]`) is written `anyOf: [{type: T}, {type: "null"}]`
+///   ([`NullableAsAnyOf`]): the same instances, in a form every client can map.
 fn schema<T: JsonSchema>() -> Value {
-    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with_transform(schemars::transform::RestrictFormats::default())
+        .with_transform(NullableAsAnyOf)
+        .into_generator();
+    serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or(Value::Null)
+}
+
+/// Keywords that describe a schema rather than constrain it: they stay on the outer schema
+/// when [`NullableAsAnyOf`] moves the constraints into the non-null branch.
+const ANNOTATIONS: [&str; 7] = [
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Rewrites `{"type": [T, "null"], ...constraints}` as
+/// `{"anyOf": [{"type": T, ...constraints}, {"type": "null"}]}`, annotations kept outside.
+#[derive(Debug, Clone, Copy)]
+pub struct NullableAsAnyOf;
+
+impl schemars::transform::Transform for NullableAsAnyOf {
+    fn transform(&mut self, schema: &mut schemars::Schema) {
+        schemars::transform::transform_subschemas(self, schema);
+        let Some(obj) = schema.as_object_mut() else {
+            return;
+        };
+        let Some(Value::Array(types)) = obj.get("type") else {
+            return;
+        };
+        let null = Value::String("null".into());
+        let [first, second] = types.as_slice() else {
+            return;
+        };
+        let non_null = match (first == &null, second == &null) {
+            (false, true) => first.clone(),
+            (true, false) => second.clone(),
+            _ => return,
+        };
+        let mut branch = Map::new();
+        branch.insert("type".into(), non_null);
+        let constraints: Vec<String> = obj
+            .keys()
+            .filter(|k| *k != "type" && !ANNOTATIONS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for key in constraints {
+            if let Some(v) = obj.remove(&key) {
+                branch.insert(key, v);
+            }
+        }
+        obj.remove("type");
+        obj.insert(
+            "anyOf".into(),
+            json!([Value::Object(branch), {"type": "null"}]),
+        );
+    }
+}
+
+/// A validator for one of govcat's schemas under JSON Schema 2020-12 that checks formats and
+/// refuses a schema with a format the draft does not define (what strict clients do).
+pub fn strict_validator(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .should_ignore_unknown_formats(false)
+        .build(schema)
+        .map_err(|e| e.to_string())
 }
 
 /// All tools, in a fixed order.
@@ -375,11 +461,7 @@ fn validator(name: &str) -> Option<&'static jsonschema::Validator> {
         .get_or_init(|| {
             specs()
                 .iter()
-                .filter_map(|s| {
-                    jsonschema::validator_for(&s.output_schema)
-                        .ok()
-                        .map(|v| (s.name, v))
-                })
+                .filter_map(|s| strict_validator(&s.output_schema).ok().map(|v| (s.name, v)))
                 .collect()
         })
         .iter()

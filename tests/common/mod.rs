@@ -309,3 +309,23 @@ pub fn sign_jwt(alg: Algorithm, kid: &str, claims: &Value, key: &EncodingKey) ->
     header.kid = Some(kid.to_string());
     jsonwebtoken::encode(&header, claims, key).expect("encode")
 }
+
+/// The error object of an MCP tool result that failed: `isError: true`, no
+/// `structuredContent` (that must fit the tool's `outputSchema`), the object as the JSON text
+/// of the first content block. Panics with the result otherwise.
+pub fn mcp_tool_error(result: &Value) -> Value {
+    assert_eq!(
+        result["isError"],
+        Value::Bool(true),
+        "not an error: {result}"
+    );
+    assert_eq!(
+        result.get("structuredContent"),
+        None,
+        "an error result carries structuredContent: {result}"
+    );
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("error result without a text block: {result}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("error text is not JSON ({e}): {text}"))
+}

@@ -3,9 +3,10 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// The `govcat` binary of this build.
 pub const BIN: &str = env!("CARGO_BIN_EXE_govcat");
@@ -99,3 +100,71 @@ pub const MCP_HEADERS: &[(&str, &str)] = &[
     ("Content-Type", "application/json"),
     ("Accept", "application/json, text/event-stream"),
 ];
+
+/// `govcat mcp-stdio` with newline-delimited JSON-RPC on its stdin and stdout.
+pub struct StdioServer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl StdioServer {
+    pub fn start(audit_log: &Path, scopes: &str) -> StdioServer {
+        let mut child = Command::new(BIN)
+            .current_dir(super::repo())
+            .arg("mcp-stdio")
+            .arg("--audit-log")
+            .arg(audit_log)
+            .env("GOVCAT_SCOPES", scopes)
+            .env("GOVCAT_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn govcat mcp-stdio");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut s = StdioServer {
+            child,
+            stdin,
+            stdout,
+        };
+        let init = s.call(
+            0,
+            "initialize",
+            json!({"protocolVersion": MCP_PROTOCOL, "capabilities": {},
+                   "clientInfo": {"name": "stdio-test", "version": "1"}}),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").expect("write to mcp-stdio");
+        self.stdin.flush().expect("flush");
+    }
+
+    pub fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).expect("read mcp-stdio");
+            assert!(
+                n > 0,
+                "mcp-stdio closed its stdout while {method} was pending"
+            );
+            let message: Value = serde_json::from_str(&line).expect("JSON-RPC line");
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+}
+
+impl Drop for StdioServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

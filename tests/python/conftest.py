@@ -45,6 +45,14 @@ def http_json(url: str, method: str = "GET", body: Any = None) -> tuple[int, Any
         return e.code, json.loads(e.read())
 
 
+def tool_error(result: Any) -> dict[str, Any]:
+    """The error object of a failed tool call: `isError`, no `structuredContent` (that must fit
+    the tool's outputSchema), the object as the JSON text of the first content block."""
+    assert result.is_error is True, result
+    assert result.structured_content is None, result.structured_content
+    return json.loads(result.content[0].text)
+
+
 @dataclass
 class Server:
     base: str

@@ -18,6 +18,7 @@ from conftest import (
     Elicitations,
     Server,
     http_json,
+    tool_error,
 )
 from mcp import MCPError
 from mcp.types import ResourceTemplateReference
@@ -136,11 +137,9 @@ async def test_every_tool_answers_with_structured_content_that_fits_its_output_s
 async def test_a_missing_dataset_is_an_error_result_not_a_protocol_error(connect: Connect) -> None:
     async with connect() as client:
         result = await client.call_tool("get_dataset", {"domain": "policy", "table": "nope"})
-    assert result.is_error is True
-    err = result.structured_content
+    err = tool_error(result)
     assert err["error"] == "DatasetNotFound"
     assert (err["domain"], err["table"], err["tables"]) == ("policy", "nope", POLICY_TABLES)
-    assert json.loads(result.content[0].text) == err
 
 
 async def test_an_unknown_tool_is_a_protocol_error(connect: Connect) -> None:
@@ -214,9 +213,8 @@ async def test_stdio_results_are_scoped_to_the_callers_domains(server: Server, m
     assert foreign_tables.completion.values == []
     assert [e["name"] for e in listed.structured_content["entries"]] == ["policy"]
     assert listed.structured_content["cacheScope"] == "private"
-    assert denied.is_error is True
-    assert denied.structured_content["error"] == "InsufficientScope"
-    assert denied.structured_content["required_scopes"] == ["catalog:claims:read"]
+    assert tool_error(denied)["error"] == "InsufficientScope"
+    assert tool_error(denied)["required_scopes"] == ["catalog:claims:read"]
 
 
 MISSING = ["residency", "subject_type", "retention", "lawful_basis"]
@@ -248,9 +246,9 @@ async def test_a_declined_ask_is_an_error_listing_the_missing_keys(connect_moder
     answers = Elicitations(action="decline")
     async with connect_modern(elicitation=answers) as client:
         result = await client.call_tool("resolve_lf_tag", {"tags": {"sensitivity": "high"}})
-    assert result.is_error is True
-    assert result.structured_content["error"] == "InputDeclined"
-    assert [m["key"] for m in result.structured_content["missing"]] == MISSING
+    error = tool_error(result)
+    assert error["error"] == "InputDeclined"
+    assert [m["key"] for m in error["missing"]] == MISSING
 
 
 async def test_an_answer_outside_the_ontology_is_refused_with_the_allowed_values(
@@ -259,9 +257,9 @@ async def test_an_answer_outside_the_ontology_is_refused_with_the_allowed_values
     answers = Elicitations(answers={**{k: FULL_SET[k] for k in MISSING}, "residency": "mars"})
     async with connect_modern(elicitation=answers) as client:
         result = await client.call_tool("resolve_lf_tag", {"tags": {"sensitivity": "high"}})
-    assert result.is_error is True
-    assert result.structured_content["error"] == "UnknownTagValue"
-    assert result.structured_content["allowed"] == ALLOWED["residency"]
+    error = tool_error(result)
+    assert error["error"] == "UnknownTagValue"
+    assert error["allowed"] == ALLOWED["residency"]
 
 
 async def test_on_older_protocols_the_ask_is_an_error_listing_missing_keys_and_values(
@@ -269,9 +267,9 @@ async def test_on_older_protocols_the_ask_is_an_error_listing_missing_keys_and_v
 ) -> None:
     async with connect_legacy() as client:
         result = await client.call_tool("resolve_lf_tag", {"tags": {"sensitivity": "high"}})
-    assert result.is_error is True
-    assert result.structured_content["error"] == "InputRequired"
-    assert result.structured_content["missing"] == [
+    error = tool_error(result)
+    assert error["error"] == "InputRequired"
+    assert error["missing"] == [
         {"key": k, "description": KEY_DESCRIPTIONS[k], "allowed": ALLOWED[k]} for k in MISSING
     ]
 
@@ -287,11 +285,11 @@ async def test_ask_empty_and_error_share_no_field(connect_modern: Connect) -> No
         error = await client.call_tool("get_dataset", {"domain": "policy", "table": "nope"})
     ask_fields = set(ask.model_dump(by_alias=True, exclude_none=True)) - {"_meta"}
     empty_fields = set(empty.structured_content)
-    error_fields = set(error.structured_content)
+    error_fields = set(tool_error(error))
     assert ask_fields == {"resultType", "inputRequests"}
     assert empty.is_error is False and empty.structured_content["entries"] == []
     assert {"entries", "hint", "suggestions", "request"} <= empty_fields
-    assert error.is_error is True and {"error", "message"} <= error_fields
+    assert {"error", "message"} <= error_fields
     assert ask_fields & empty_fields == set()
     assert ask_fields & error_fields == set()
     assert empty_fields & error_fields == set()

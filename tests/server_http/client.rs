@@ -133,7 +133,9 @@ impl Conn {
                 .map(|(_, v)| v.clone())
         };
         let mut body = Vec::new();
-        if let Some(len) = find("content-length") {
+        // 204 and 304 have no body by definition (RFC 9110), and no length to say so.
+        if status == 204 || status == 304 {
+        } else if let Some(len) = find("content-length") {
             let len: usize = len.parse().map_err(|_| bad("bad content-length"))?;
             body.resize(len, 0);
             self.reader.read_exact(&mut body)?;
