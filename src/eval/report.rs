@@ -26,8 +26,8 @@ fn esc(s: &str) -> String {
 fn page(title: &str, body: &str) -> String {
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}\
-table{{border-collapse:collapse;margin:1em 0}}td,th{{padding:3px 9px;border-bottom:1px solid #ddd;text-align:right;vertical-align:top}}\
+<style>body{{font-family:sans-serif;max-width:1260px;margin:2em auto;color:#222}}\
+table{{border-collapse:collapse;margin:1em 0;font-size:88%}}td,th{{padding:3px 9px;border-bottom:1px solid #ddd;text-align:right;vertical-align:top}}\
 td.l,th.l{{text-align:left}}caption{{text-align:left;font-weight:bold;padding:4px 0}}.bad{{color:#b00}}code{{font-size:90%}}</style>\
 </head><body><h1>{t}</h1>{body}</body></html>\n",
         t = esc(title)
