@@ -320,3 +320,47 @@ pub fn run_excluding(
         cache_scope: CacheScope::Private,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::catalog::dir::DirSource;
+    use crate::catalog::TagState;
+    use crate::ontology::Ontology;
+
+    fn demo_context() -> Context {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let ontology = Ontology::load(&root.join("ontology/lf-tags.json")).expect("ontology");
+        let source =
+            DirSource::open(&root.join("fixtures/catalog"), ontology.clone()).expect("catalog");
+        Context::new(ontology, Box::new(source))
+    }
+
+    #[test]
+    fn two_close_matches_outweigh_a_tail_of_weak_ones_that_outnumbers_them() {
+        let ctx = demo_context();
+        let mut tally = Tally::default();
+        // (column, sensitivity, find_precedents score): two good matches, three weak ones.
+        for (id, value, score) in [
+            ("column:a.t.iban", "high", 0.6),
+            ("column:b.t.iban", "high", 0.5),
+            ("column:c.t.note", "internal", 0.2),
+            ("column:d.t.note", "internal", 0.2),
+            ("column:e.t.note", "internal", 0.2),
+        ] {
+            let tags = Tags::from([(
+                "sensitivity".to_string(),
+                TagState::present(value, TagLevel::Column),
+            )]);
+            let weight = f64::powi(score, PRECEDENT_WEIGHT_EXPONENT);
+            tally.add(&ctx, "sensitivity", id, &tags, weight);
+        }
+        // A flat count would follow the tail; the match weight follows the close matches.
+        assert_eq!(tally.support("internal").share, 0.6);
+        assert_eq!(tally.support("high").share, 0.4);
+        assert_eq!(tally.weight_share("high"), 0.836);
+        assert_eq!(tally.weight_share("internal"), 0.164);
+    }
+}
