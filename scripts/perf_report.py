@@ -146,7 +146,9 @@ def quality_section(q):
         f"German {dig(q, 'queries', 'german')}, negatives {dig(q, 'queries', 'negatives')}). Shipped "
         f"fusion: {p.get('fusion')} k={p.get('rrf_k')}, dense weight {p.get('dense_weight')}, "
         f"similarity floor {num(p.get('min_similarity'), 2)}, key-column weight "
-        f"{p.get('key_weight', 1.0)}, chosen on the calibration split; the "
+        f"{p.get('key_weight', 1.0)} (k and dense weight fitted on the union of the calibration "
+        "splits of this set and the external ones, see `Params::default`; floor and key weight "
+        "on this set's calibration split); the "
         "figures below are on the held-out split and the German queries. The ratio column is "
         "each mode's nDCG@10 over the bm25-only baseline of the same run."
     )
