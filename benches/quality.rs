@@ -13,12 +13,10 @@ use std::time::Instant;
 
 use govcat::catalog::dir::DirSource;
 use govcat::embed::{Embedder, MiniLm};
-use govcat::eval::queries::{
-    metrics, out_of_vocabulary, read_queries, EvalMode, Labelled, Metrics, Raw,
-};
+use govcat::eval::queries::{metrics, out_of_vocabulary, read_queries, Labelled, Metrics, Raw};
 use govcat::index::{self, Snapshot};
 use govcat::ontology::Ontology;
-use govcat::retrieval::{Fusion, Params};
+use govcat::retrieval::{Fusion, Mode, Params};
 use serde_json::json;
 
 /// Similarity floors and key-column weights the calibration grid tries.
@@ -33,7 +31,7 @@ fn evaluate(ranked: &[Vec<String>], labelled: &[&Labelled]) -> Metrics {
     metrics(ranked, labelled)
 }
 
-fn ranked(snapshot: &Snapshot, raws: &[&Raw], params: &Params, mode: EvalMode) -> Vec<Vec<String>> {
+fn ranked(snapshot: &Snapshot, raws: &[&Raw], params: &Params, mode: Mode) -> Vec<Vec<String>> {
     raws.iter()
         .map(|r| {
             r.fused(snapshot, params, mode)
@@ -50,7 +48,7 @@ fn negative_semantic_rate(snapshot: &Snapshot, raws: &[Raw], params: &Params) ->
     let n = raws.len().max(1) as f64;
     raws.iter()
         .filter(|r| {
-            r.fused(snapshot, params, EvalMode::Hybrid)
+            r.fused(snapshot, params, Mode::Hybrid)
                 .iter()
                 .any(|h| h.bm25_rank.is_none())
         })
@@ -217,7 +215,7 @@ fn main() {
                         min_similarity: floor,
                         key_weight,
                     };
-                    let m = evaluate(&ranked(&snapshot, &cal_r, &p, EvalMode::Hybrid), &cal_q);
+                    let m = evaluate(&ranked(&snapshot, &cal_r, &p, Mode::Hybrid), &cal_q);
                     let neg = negative_semantic_rate(&snapshot, &neg_raws, &p);
                     let objective = m.ndcg_at_10 - 0.05 * neg;
                     if best.as_ref().is_none_or(|b| objective > b.0) {
@@ -233,7 +231,7 @@ fn main() {
             by_fusion.insert(
                 format!("{fusion:?}"),
                 json!({"params": p, "calibration": m,
-            "held_out": evaluate(&ranked(&snapshot, &held_r, &p, EvalMode::Hybrid), &held_q)}),
+            "held_out": evaluate(&ranked(&snapshot, &held_r, &p, Mode::Hybrid), &held_q)}),
             );
         }
     }
@@ -243,9 +241,9 @@ fn main() {
     let mut report_rows = Vec::new();
     let mut by_mode = serde_json::Map::new();
     for (label, side) in [
-        ("bm25", EvalMode::Bm25),
-        ("dense", EvalMode::Dense),
-        ("hybrid", EvalMode::Hybrid),
+        ("bm25", Mode::Bm25),
+        ("dense", Mode::Dense),
+        ("hybrid", Mode::Hybrid),
     ] {
         let all_q: Vec<&Labelled> = queries.iter().collect();
         let all_r: Vec<&Raw> = raws.iter().collect();
@@ -273,13 +271,13 @@ fn main() {
     // tag value an ontology value.
     let returned: usize = raws
         .iter()
-        .map(|r| r.fused(&snapshot, &shipped, EvalMode::Hybrid).len().min(10))
+        .map(|r| r.fused(&snapshot, &shipped, Mode::Hybrid).len().min(10))
         .sum();
     let oov: usize = raws
         .iter()
         .map(|r| {
             let ords: Vec<u32> = r
-                .fused(&snapshot, &shipped, EvalMode::Hybrid)
+                .fused(&snapshot, &shipped, Mode::Hybrid)
                 .iter()
                 .map(|h| h.ord)
                 .collect();
@@ -289,7 +287,7 @@ fn main() {
     if std::env::var("GOVCAT_BENCH_FAILURES").is_ok_and(|v| v == "1") {
         for (q, r) in queries.iter().zip(&raws) {
             let top: Vec<String> = r
-                .fused(&snapshot, &shipped, EvalMode::Hybrid)
+                .fused(&snapshot, &shipped, Mode::Hybrid)
                 .iter()
                 .take(5)
                 .map(|h| snapshot.doc(h.ord).id.clone())
@@ -310,7 +308,7 @@ fn main() {
         }
     }
     let iban_top = raws[0]
-        .fused(&snapshot, &shipped, EvalMode::Hybrid)
+        .fused(&snapshot, &shipped, Mode::Hybrid)
         .first()
         .map(|h| snapshot.doc(h.ord).id.clone());
 
@@ -335,7 +333,7 @@ fn main() {
             "best_calibration_metrics": cal_metrics,
             "best_negative_semantic_rate": tuned_neg,
             "best_per_fusion": by_fusion,
-            "best_params_on_held_out": evaluate(&ranked(&snapshot, &held_r, &tuned, EvalMode::Hybrid), &held_q),
+            "best_params_on_held_out": evaluate(&ranked(&snapshot, &held_r, &tuned, Mode::Hybrid), &held_q),
         },
         "negatives_with_semantic_only_entry": negative_semantic_rate(&snapshot, &neg_raws, &shipped),
         "out_of_vocabulary": {"returned_entries": returned, "violations": oov, "rate": oov as f64 / returned.max(1) as f64},

@@ -15,6 +15,7 @@ use tantivy::{doc, Index, IndexReader, Term};
 use crate::embed::Embedder;
 use crate::index::dense::{exact_top_k, Vectors};
 use crate::index::Snapshot;
+use crate::retrieval::{Hit, MatchType};
 use crate::tools::ToolError;
 
 /// Candidates per side, as in the product's retrieval.
@@ -148,24 +149,46 @@ impl Baseline {
         Ok(exact_top_k(&self.vectors, &v, CANDIDATES, &|_| true))
     }
 
-    /// The baseline ranking of `query`: RRF (k = 60, equal weights) of both sides, ties by id.
+    /// The baseline ranking of `query`: RRF (k = 60, equal weights) of both sides, ties by id;
+    /// each hit says which side found it (`bm25_rank`, `dense_rank`).
     pub fn rank(
         &self,
         snapshot: &Snapshot,
         embedder: &dyn Embedder,
         query: &str,
-    ) -> Result<Vec<u32>, ToolError> {
-        let mut score: HashMap<u32, f64> = HashMap::new();
-        for side in [self.bm25(query)?, self.dense(embedder, query)?] {
-            for (rank, (ord, _)) in side.iter().enumerate() {
-                *score.entry(*ord).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
+    ) -> Result<Vec<Hit>, ToolError> {
+        let mut hits: HashMap<u32, Hit> = HashMap::new();
+        let sides = [self.bm25(query)?, self.dense(embedder, query)?];
+        for (side, candidates) in sides.iter().enumerate() {
+            for (rank, (ord, similarity)) in candidates.iter().enumerate() {
+                let r = rank as u32 + 1;
+                let h = hits.entry(*ord).or_insert(Hit {
+                    ord: *ord,
+                    score: 0.0,
+                    bm25_rank: None,
+                    dense_rank: None,
+                    similarity: None,
+                    match_type: MatchType::Semantic,
+                });
+                h.score += 1.0 / (RRF_K + f64::from(r));
+                if side == 0 {
+                    h.bm25_rank = Some(r);
+                    h.match_type = MatchType::Lexical;
+                } else {
+                    h.dense_rank = Some(r);
+                    h.similarity = Some(*similarity);
+                    if h.bm25_rank.is_some() {
+                        h.match_type = MatchType::Both;
+                    }
+                }
             }
         }
-        let mut ranked: Vec<(u32, f64)> = score.into_iter().collect();
+        let mut ranked: Vec<Hit> = hits.into_values().collect();
         ranked.sort_by(|a, b| {
-            b.1.total_cmp(&a.1)
-                .then_with(|| snapshot.doc(a.0).id.cmp(&snapshot.doc(b.0).id))
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| snapshot.doc(a.ord).id.cmp(&snapshot.doc(b.ord).id))
         });
-        Ok(ranked.into_iter().map(|(ord, _)| ord).collect())
+        Ok(ranked)
     }
 }

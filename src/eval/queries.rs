@@ -284,6 +284,16 @@ impl EvalMode {
         EvalMode::Baseline,
     ];
 
+    /// The product's retrieval mode this is; `None` for the baseline.
+    pub fn product_mode(self) -> Option<retrieval::Mode> {
+        match self {
+            EvalMode::Bm25 => Some(retrieval::Mode::Bm25),
+            EvalMode::Dense => Some(retrieval::Mode::Dense),
+            EvalMode::Hybrid => Some(retrieval::Mode::Hybrid),
+            EvalMode::Baseline => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             EvalMode::Bm25 => "bm25",
@@ -329,16 +339,13 @@ impl Raw {
         })
     }
 
-    /// The fused ranking `mode` gives (not for the baseline), the same as
-    /// `find_precedents` with that mode.
-    pub fn fused(&self, snapshot: &Snapshot, params: &Params, mode: EvalMode) -> Vec<Hit> {
+    /// The fused ranking of `mode`, the same as `find_precedents` with that mode.
+    pub fn fused(&self, snapshot: &Snapshot, params: &Params, mode: retrieval::Mode) -> Vec<Hit> {
         let none: &[(u32, f32)] = &[];
         let (l, d) = match mode {
-            EvalMode::Bm25 => (self.lexical.as_slice(), none),
-            EvalMode::Dense => (none, self.dense.as_slice()),
-            EvalMode::Hybrid | EvalMode::Baseline => {
-                (self.lexical.as_slice(), self.dense.as_slice())
-            }
+            retrieval::Mode::Bm25 => (self.lexical.as_slice(), none),
+            retrieval::Mode::Dense => (none, self.dense.as_slice()),
+            retrieval::Mode::Hybrid => (self.lexical.as_slice(), self.dense.as_slice()),
         };
         retrieval::fuse(snapshot, params, l, d, self.asks_for_identifier)
     }
@@ -542,23 +549,14 @@ pub fn run(
         let raw = Raw::retrieve(snapshot, embedder, &q.query)?;
         let mut per_mode = BTreeMap::new();
         for &mode in &modes {
-            let answer = match (mode, &baseline) {
-                (EvalMode::Baseline, Some(b)) => {
-                    let ords = b.rank(snapshot, embedder, &q.query)?;
-                    let lexical: HashSet<u32> =
-                        b.bm25(&q.query)?.into_iter().map(|(o, _)| o).collect();
-                    Answer {
-                        semantic_only: ords.iter().any(|o| !lexical.contains(o)),
-                        ords,
-                    }
-                }
-                _ => {
-                    let hits = raw.fused(snapshot, params, mode);
-                    Answer {
-                        semantic_only: hits.iter().any(|h| h.bm25_rank.is_none()),
-                        ords: hits.iter().map(|h| h.ord).collect(),
-                    }
-                }
+            let hits = match (mode.product_mode(), &baseline) {
+                (Some(product), _) => raw.fused(snapshot, params, product),
+                (None, Some(b)) => b.rank(snapshot, embedder, &q.query)?,
+                (None, None) => unreachable!("the baseline is built whenever its mode runs"),
+            };
+            let answer = Answer {
+                semantic_only: hits.iter().any(|h| h.bm25_rank.is_none()),
+                ords: hits.iter().map(|h| h.ord).collect(),
             };
             per_mode.insert(mode, answer);
         }
