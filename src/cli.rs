@@ -317,28 +317,11 @@ pub fn retrieval_context(options: &Options) -> Result<Context, ToolError> {
     Ok(ctx.with_retrieval(embedder, handle))
 }
 
-/// A progress bar on stderr for the steps of `govcat eval`.
-struct EvalBar(indicatif::ProgressBar);
-
-impl crate::eval::Progress for EvalBar {
-    fn start(&self, what: &str, total: u64) {
-        self.0.reset();
-        self.0.set_length(total);
-        self.0.set_message(what.to_string());
-    }
-    fn advance(&self, n: u64) {
-        self.0.inc(n);
-    }
-    fn finish(&self) {
-        self.0.finish();
-    }
-}
-
 /// `govcat eval queries|tags`: prints the structured report under `--json`, a summary
 /// otherwise; `--report DIR` also writes eval.json and eval.html.
 fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
     use crate::eval::{queries, report, tags};
-    let bar = EvalBar(progress_bar());
+    let bar = Bar(progress_bar());
     let result = (|| -> Result<(Value, String, Option<PathBuf>), ToolError> {
         let ctx = retrieval_context(options)?;
         match what {
@@ -474,20 +457,20 @@ fn progress_bar() -> indicatif::ProgressBar {
     )
 }
 
-/// A progress bar on stderr for the embedding step.
+/// A progress bar on stderr for a long step (`index`, `eval`).
 struct Bar(indicatif::ProgressBar);
 
 impl crate::index::Progress for Bar {
-    fn start(&self, total: u64) {
+    fn start(&self, what: &str, total: u64) {
+        self.0.reset();
         self.0.set_length(total);
-        self.0
-            .set_message("embedding texts of columns and ontology values");
+        self.0.set_message(what.to_string());
     }
     fn advance(&self, n: u64) {
         self.0.inc(n);
     }
     fn finish(&self) {
-        self.0.finish_with_message("embedded");
+        self.0.finish();
     }
 }
 

@@ -42,21 +42,7 @@ pub fn is_calibration(id: &str) -> bool {
     digits.parse::<u64>().is_ok_and(|n| n % 3 == 0)
 }
 
-/// Progress of a long step (a bar on the terminal; nothing in tests).
-pub trait Progress {
-    fn start(&self, what: &str, total: u64);
-    fn advance(&self, n: u64);
-    fn finish(&self);
-}
-
-/// No progress output.
-pub struct Quiet;
-
-impl Progress for Quiet {
-    fn start(&self, _: &str, _: u64) {}
-    fn advance(&self, _: u64) {}
-    fn finish(&self) {}
-}
+pub use crate::index::{Progress, Quiet};
 
 #[cfg(test)]
 mod tests {

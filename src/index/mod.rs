@@ -279,17 +279,22 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
     f.sync_all().map_err(|e| io_err(path, e))
 }
 
-/// Progress reporting for the embedding step (a progress bar on the CLI, nothing in tests).
+/// Progress of a long step — embedding a snapshot, the steps of `govcat eval` (a progress bar
+/// on the CLI, nothing in tests).
 pub trait Progress {
-    fn start(&self, total: u64);
+    /// A step named `what` of `total` units begins.
+    fn start(&self, what: &str, total: u64);
     fn advance(&self, n: u64);
     fn finish(&self);
 }
 
+/// The embedding step's name, as a progress bar shows it.
+const EMBEDDING_STEP: &str = "embedding texts of columns and ontology values";
+
 /// No progress output.
 pub struct Quiet;
 impl Progress for Quiet {
-    fn start(&self, _: u64) {}
+    fn start(&self, _: &str, _: u64) {}
     fn advance(&self, _: u64) {}
     fn finish(&self) {}
 }
@@ -387,7 +392,7 @@ pub fn embed_documents(
 ) -> Result<Vectors, IndexError> {
     let all: Vec<usize> = (0..docs.len()).collect();
     let mut data = vec![0f32; docs.len() * embedder.dimension()];
-    progress.start(text_count(docs));
+    progress.start(EMBEDDING_STEP, text_count(docs));
     embed_rows(embedder, docs, &all, &mut data, progress)?;
     progress.finish();
     Ok(Vectors {
@@ -795,7 +800,7 @@ fn embed_documents_reusing(
         reused: docs.len() - missing.len(),
     };
     let total = text_count(docs);
-    progress.start(total);
+    progress.start(EMBEDDING_STEP, total);
     progress.advance(total - text_count(missing.iter().map(|&i| &docs[i])));
     embed_rows(embedder, docs, &missing, &mut data, progress)?;
     progress.finish();
