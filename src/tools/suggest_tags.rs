@@ -31,7 +31,8 @@ pub const PRECEDENTS: usize = 10;
 /// `govcat eval tags` (2026-12-01), accuracy@1 with exponent 0 (a flat count, as before) / 1 / 2:
 /// demo sensitivity 0.728 / 0.748 / 0.767, retention 0.673 / 0.686 / 0.691; fides-saas
 /// data_category 0.867 / 0.871 / 0.873, sensitivity 0.871 / 0.874 / 0.875 (1/rank weights and
-/// the top match alone were worse on both). Chosen on those full sets: there is no held-out part.
+/// the top match alone were worse on both), with the fusion of that day (rrf_k 5, dense weight
+/// 2.0). Chosen on those full sets: there is no held-out part.
 pub const PRECEDENT_WEIGHT_EXPONENT: i32 = 2;
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
