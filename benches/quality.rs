@@ -24,7 +24,7 @@ const FLOORS: [f32; 7] = [0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55];
 const KEY_WEIGHTS: [f64; 4] = [1.0, 0.85, 0.7, 0.5];
 
 fn raw(snapshot: &Snapshot, embedder: &dyn Embedder, q: &str) -> Raw {
-    Raw::retrieve(snapshot, embedder, q).expect("retrieval")
+    Raw::retrieve(snapshot, embedder, &Params::default(), q).expect("retrieval")
 }
 
 fn evaluate(ranked: &[Vec<String>], labelled: &[&Labelled]) -> Metrics {
@@ -214,6 +214,7 @@ fn main() {
                         dense_weight,
                         min_similarity: floor,
                         key_weight,
+                        ..Params::default()
                     };
                     let m = evaluate(&ranked(&snapshot, &cal_r, &p, Mode::Hybrid), &cal_q);
                     let neg = negative_semantic_rate(&snapshot, &neg_raws, &p);

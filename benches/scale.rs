@@ -42,7 +42,7 @@ use govcat::index::dense::{
     build_hnsw, exact_top_k, Backend, CosineDistance, Dense, Vectors, EXACT_MAX_DOCS,
 };
 use govcat::index::documents::{column_documents, Document, Kind};
-use govcat::index::lexical::parse_query;
+use govcat::index::lexical::{parse_query, Boosts};
 use govcat::index::{self, Counts, ModelInfo, Quiet, Scopes};
 use govcat::retrieval::{self, Mode, Params, Query, CANDIDATES};
 use hnsw_rs::hnswio::HnswIo;
@@ -1182,7 +1182,7 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
         let v = model.embed_query(text).context("embedding a query")?;
         let parts = parse_query(text);
         lexical_t
-            .time(|| snapshot.lexical.search(&parts, None, CANDIDATES))
+            .time(|| snapshot.lexical.search(&parts, None, CANDIDATES, &Boosts::default()))
             .context("lexical search")?;
         mask_t.time(|| snapshot.scope_filter(&one_domain));
         let filter = snapshot.scope_filter(&scopes);
@@ -1356,7 +1356,7 @@ fn phase_partial(size: usize, work: &Path, query_count: usize, compose: Compose)
     let scopes = Scopes::of_docs(&catalog.docs);
     for text in queries(10, 1) {
         lexical
-            .search(&parse_query(&text), None, CANDIDATES)
+            .search(&parse_query(&text), None, CANDIDATES, &Boosts::default())
             .context("lexical search")?;
     }
     let mut lexical_t = Samples::default();
@@ -1372,7 +1372,7 @@ fn phase_partial(size: usize, work: &Path, query_count: usize, compose: Compose)
         }
         let parts = parse_query(&text);
         lexical_t
-            .time(|| lexical.search(&parts, None, CANDIDATES))
+            .time(|| lexical.search(&parts, None, CANDIDATES, &Boosts::default()))
             .context("lexical search")?;
         mask_t.time(|| scopes.filter(&one_domain));
         let v = embed_t

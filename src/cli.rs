@@ -129,6 +129,10 @@ pub enum EvalCommand {
         /// Also write eval.json and a self-contained eval.html into this directory.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Override one retrieval parameter for this run (repeatable), as for `eval queries`;
+        /// echoed in request.params.
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
     },
 }
 
@@ -323,7 +327,7 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
     use crate::eval::{queries, report, tags};
     let bar = Bar(progress_bar());
     let result = (|| -> Result<(Value, String, Option<PathBuf>), ToolError> {
-        let ctx = retrieval_context(options)?;
+        let mut ctx = retrieval_context(options)?;
         match what {
             EvalCommand::Queries {
                 files,
@@ -388,7 +392,10 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
             EvalCommand::Tags {
                 exclude,
                 report: dir,
+                params,
             } => {
+                ctx.retrieval = crate::retrieval::Params::with_overrides(ctx.retrieval, params)
+                    .map_err(|problem| ToolError::new("InvalidArguments", problem))?;
                 let r = tags::run(&ctx, *exclude, &bar)?;
                 let mut summary = format!(
                     "{:<16} {:>7} {:>10} {:>8} {:>9} {:>9} {:>12}\n",

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::embed::Embedder;
 use crate::index::documents::Kind;
-use crate::index::lexical::{parse_query, QueryPart};
+use crate::index::lexical::{parse_query, Boosts, QueryPart};
 use crate::index::{ScopeFilter, Snapshot};
 
 /// Candidates taken from each side before fusion.
@@ -56,6 +56,9 @@ pub struct Params {
     /// Factor on the fused score of a key column (see [`is_key_column`]) when the description
     /// does not ask for an identifier (see [`asks_for_identifier`]); 1.0 leaves scores alone.
     pub key_weight: f64,
+    /// The lexical side's clause weights.
+    #[serde(flatten)]
+    pub boosts: Boosts,
 }
 
 impl Params {
@@ -120,6 +123,7 @@ impl Default for Params {
             dense_weight: 1.5,
             min_similarity: 0.40,
             key_weight: 0.7,
+            boosts: Boosts::default(),
         }
     }
 }
@@ -171,7 +175,7 @@ pub fn search(
     params: &Params,
     q: &Query<'_>,
 ) -> Result<Vec<Hit>, RetrievalError> {
-    let (lexical, dense) = candidates(snapshot, embedder, q)?;
+    let (lexical, dense) = candidates(snapshot, embedder, params, q)?;
     let asks = asks_for_identifier(snapshot, q.description);
     Ok(fuse(snapshot, params, &lexical, &dense, asks))
 }
@@ -223,6 +227,7 @@ pub type Candidates = Vec<(u32, f32)>;
 pub fn candidates(
     snapshot: &Snapshot,
     embedder: &dyn Embedder,
+    params: &Params,
     q: &Query<'_>,
 ) -> Result<(Candidates, Candidates), RetrievalError> {
     snapshot.record_query(q.description);
@@ -243,7 +248,9 @@ pub fn candidates(
         let mut parts = parse_query(q.description);
         parts.extend(expansion.iter().cloned().map(QueryPart::Expansion));
         let filter = (!matches!(scope, ScopeFilter::All)).then_some(scopes.as_slice());
-        Ok(snapshot.lexical.search(&parts, filter, CANDIDATES)?)
+        Ok(snapshot
+            .lexical
+            .search(&parts, filter, CANDIDATES, &params.boosts)?)
     };
     let dense = || -> Result<Candidates, RetrievalError> {
         snapshot.count_query();

@@ -403,7 +403,7 @@ fn nonsense_matches_nothing_in_the_indexes() {
     for term in [NONSENSE, NONSENSE_WORD] {
         let lexical = snapshot
             .lexical
-            .search(&parse_query(term), Some(scopes.as_slice()), 100)
+            .search(&parse_query(term), Some(scopes.as_slice()), 100, &Default::default())
             .unwrap_or_else(|e| panic!("lexical search for {term}: {e}"));
         assert_eq!(lexical, Vec::new(), "lexical hits for {term}");
         let vector = built
@@ -422,7 +422,7 @@ fn nonsense_matches_nothing_in_the_indexes() {
     // The other half: the same checks do find a real term.
     let lexical = snapshot
         .lexical
-        .search(&parse_query("iban"), Some(scopes.as_slice()), 100)
+        .search(&parse_query("iban"), Some(scopes.as_slice()), 100, &Default::default())
         .unwrap_or_else(|e| panic!("lexical search for iban: {e}"));
     assert!(!lexical.is_empty());
 }

@@ -317,6 +317,7 @@ impl Raw {
     pub fn retrieve(
         snapshot: &Snapshot,
         embedder: &dyn Embedder,
+        params: &Params,
         description: &str,
     ) -> Result<Raw, ToolError> {
         let kinds = Kind::ALL;
@@ -326,7 +327,7 @@ impl Raw {
             kinds: &kinds,
             mode: retrieval::Mode::Hybrid,
         };
-        let (lexical, dense) = retrieval::candidates(snapshot, embedder, &query).map_err(|e| {
+        let (lexical, dense) = retrieval::candidates(snapshot, embedder, params, &query).map_err(|e| {
             ToolError::new(
                 "RetrievalFailed",
                 format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"),
@@ -546,7 +547,7 @@ pub fn run(
     progress.start("retrieving queries", queries.len() as u64);
     let mut answers: Vec<BTreeMap<EvalMode, Answer>> = Vec::with_capacity(queries.len());
     for q in &queries {
-        let raw = Raw::retrieve(snapshot, embedder, &q.query)?;
+        let raw = Raw::retrieve(snapshot, embedder, params, &q.query)?;
         let mut per_mode = BTreeMap::new();
         for &mode in &modes {
             let hits = match (mode.product_mode(), &baseline) {

@@ -71,6 +71,8 @@ pub struct TagsRequest {
     pub snapshot_id: String,
     pub ontology_version: String,
     pub keys: Vec<String>,
+    /// The retrieval parameters the suggestions ran with (defaults plus `--param`).
+    pub params: crate::retrieval::Params,
     pub definitions: BTreeMap<&'static str, &'static str>,
 }
 
@@ -292,6 +294,7 @@ pub fn run(
             snapshot_id: snapshot.manifest.id.clone(),
             ontology_version: ctx.ontology.version.clone(),
             keys,
+            params: ctx.retrieval,
             definitions: BTreeMap::from([
                 ("accuracy@1", "held-out columns whose suggest_tags proposal equals the real value / held-out columns with a present value for the key"),
                 ("coverage", "held-out columns that got a proposal for the key / held-out columns with a present value"),

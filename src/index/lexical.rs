@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, RegexQuery, TermQuery};
 use tantivy::schema::{
@@ -27,23 +28,44 @@ use crate::text::{fold, trigrams, words, GRAM_MIN_WORD};
 const WORDS: &str = "govcat_words";
 const WORDS_DE: &str = "govcat_words_de";
 const GRAMS: &str = "govcat_grams";
-/// Weight of the table/domain context field relative to the main field.
-const CONTEXT_BOOST: f32 = 0.1;
-/// Weight of a match on the column (or ontology key/value) name: identifiers are the most
-/// specific words a document has.
-const NAME_BOOST: f32 = 1.0;
-/// Weight of the German-stemmed field relative to the English-stemmed one.
-const GERMAN_BOOST: f32 = 0.5;
-/// Weight of a query word sequence that is a column's whole name.
-const NAME_KEY_BOOST: f32 = 1.0;
 /// Longest query word sequence tried as a whole column name.
 const NAME_KEY_MAX_WORDS: usize = 3;
-/// Weight of a match on a document's glossary expansion (its German words in English).
-const GLOSS_BOOST: f32 = 0.5;
-/// Weight of a glossary expansion term relative to the caller's own words.
-const EXPANSION_BOOST: f32 = 0.5;
-/// Weight of a trigram match relative to a whole-word match.
-const GRAM_BOOST: f32 = 0.25;
+
+/// Weights of the lexical query's clauses relative to a whole-word match on the document's
+/// text. Query-time only (the index does not depend on them), so `govcat eval --param` can
+/// measure each one; they travel in [`crate::retrieval::Params`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Boosts {
+    /// A match on the column (or ontology key/value) name: identifiers are the most specific
+    /// words a document has.
+    pub name_boost: f32,
+    /// A match on the table/domain context field.
+    pub context_boost: f32,
+    /// A match on the German-stemmed field.
+    pub german_boost: f32,
+    /// A query word sequence that is a column's whole name.
+    pub name_key_boost: f32,
+    /// A match on a document's glossary expansion (its German words in English).
+    pub gloss_boost: f32,
+    /// A glossary expansion term of the query, relative to the caller's own words.
+    pub expansion_boost: f32,
+    /// A trigram match of a word the index does not hold.
+    pub gram_boost: f32,
+}
+
+impl Default for Boosts {
+    fn default() -> Self {
+        Boosts {
+            name_boost: 1.0,
+            context_boost: 0.1,
+            german_boost: 0.5,
+            name_key_boost: 1.0,
+            gloss_boost: 0.5,
+            expansion_boost: 0.5,
+            gram_boost: 0.25,
+        }
+    }
+}
 /// Share of a word's trigrams that must be present for a trigram match.
 const GRAM_MIN_SHARE: f32 = 0.75;
 
@@ -339,7 +361,7 @@ impl Lexical {
             })
     }
 
-    fn gram_query(&self, word: &str) -> Option<Box<dyn Query>> {
+    fn gram_query(&self, word: &str, b: &Boosts) -> Option<Box<dyn Query>> {
         if word.chars().count() < GRAM_MIN_WORD || !word.chars().all(|c| c.is_alphabetic()) {
             return None;
         }
@@ -354,7 +376,7 @@ impl Lexical {
                 clauses,
                 need.max(1),
             )),
-            GRAM_BOOST,
+            b.gram_boost,
         )))
     }
 
@@ -363,6 +385,7 @@ impl Lexical {
         &self,
         parts: &[QueryPart],
         scopes: Option<&[String]>,
+        b: &Boosts,
     ) -> Option<Box<dyn Query>> {
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for part in parts {
@@ -375,21 +398,21 @@ impl Lexical {
                             Occur::Should,
                             Box::new(BoostQuery::new(
                                 self.word_query(self.f.name, token),
-                                NAME_BOOST,
+                                b.name_boost,
                             )),
                         ));
                         should.push((
                             Occur::Should,
                             Box::new(BoostQuery::new(
                                 self.word_query(self.f.context, token),
-                                CONTEXT_BOOST,
+                                b.context_boost,
                             )),
                         ));
                         should.push((
                             Occur::Should,
                             Box::new(BoostQuery::new(
                                 self.word_query(self.f.gloss, token),
-                                GLOSS_BOOST,
+                                b.gloss_boost,
                             )),
                         ));
                     }
@@ -398,7 +421,7 @@ impl Lexical {
                             Occur::Should,
                             Box::new(BoostQuery::new(
                                 self.word_query(self.f.text_de, &token),
-                                GERMAN_BOOST,
+                                b.german_boost,
                             )),
                         ));
                     }
@@ -406,7 +429,7 @@ impl Lexical {
                     // run-together names); a word it holds already matches exactly, and its
                     // trigrams would cost a scan of every document sharing them.
                     if !self.known(&tokens) {
-                        if let Some(q) = self.gram_query(w) {
+                        if let Some(q) = self.gram_query(w, b) {
                             should.push((Occur::Should, q));
                         }
                     }
@@ -418,7 +441,7 @@ impl Lexical {
                                 Occur::Should,
                                 Box::new(BoostQuery::new(
                                     self.word_query(field, &token),
-                                    EXPANSION_BOOST,
+                                    b.expansion_boost,
                                 )),
                             ));
                         }
@@ -467,7 +490,7 @@ impl Lexical {
                                 Term::from_field_text(self.f.name_key, &key),
                                 IndexRecordOption::Basic,
                             )),
-                            NAME_KEY_BOOST,
+                            b.name_key_boost,
                         )),
                     ));
                 }
@@ -502,8 +525,9 @@ impl Lexical {
         parts: &[QueryPart],
         scopes: Option<&[String]>,
         k: usize,
+        boosts: &Boosts,
     ) -> Result<Vec<(u32, f32)>, IndexError> {
-        let Some(query) = self.build_query(parts, scopes) else {
+        let Some(query) = self.build_query(parts, scopes, boosts) else {
             return Ok(Vec::new());
         };
         let searcher = self.reader.searcher();
