@@ -1039,8 +1039,7 @@ fn phase_build(size: usize, work: &Path, compose: Compose) -> Result<Value> {
     let scratch = work.join("lexical-only");
     fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let started = Instant::now();
-    index::lexical::build(&scratch, &catalog.docs, &Default::default())
-        .context("building the lexical index alone")?;
+    index::lexical::build(&scratch, &catalog.docs).context("building the lexical index alone")?;
     let lexical_ms = ms(started.elapsed());
     fs::remove_dir_all(&scratch).with_context(|| format!("removing {}", scratch.display()))?;
 
@@ -1182,7 +1181,11 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
         let v = model.embed_query(text).context("embedding a query")?;
         let parts = parse_query(text);
         lexical_t
-            .time(|| snapshot.lexical.search(&parts, None, CANDIDATES, &Boosts::default()))
+            .time(|| {
+                snapshot
+                    .lexical
+                    .search(&parts, None, CANDIDATES, &Boosts::default())
+            })
             .context("lexical search")?;
         mask_t.time(|| snapshot.scope_filter(&one_domain));
         let filter = snapshot.scope_filter(&scopes);
@@ -1339,8 +1342,7 @@ fn phase_partial(size: usize, work: &Path, query_count: usize, compose: Compose)
     let tantivy = work.join("tantivy");
     fs::create_dir_all(&tantivy).with_context(|| format!("creating {}", tantivy.display()))?;
     let started = Instant::now();
-    index::lexical::build(&tantivy, &catalog.docs, &Default::default())
-        .context("building the lexical index")?;
+    index::lexical::build(&tantivy, &catalog.docs).context("building the lexical index")?;
     let lexical_ms = ms(started.elapsed());
     let lexical = index::lexical::Lexical::open(&tantivy).context("opening the lexical index")?;
     let (rss, hwm) = rss_mib()?;

@@ -76,6 +76,11 @@ pub struct Ontology {
     #[serde(skip)]
     #[schemars(skip)]
     pub glossary_text: Option<String>,
+    /// The abbreviation lexicon beside the ontology file (`abbreviations.tsv`) or the built-in
+    /// one, verbatim; `None` only for an ontology parsed from text.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub abbreviations_text: Option<String>,
 }
 
 /// Why an ontology file or a tag set was refused.
@@ -152,7 +157,23 @@ impl Ontology {
                 problem,
             })?
             .map(|(_, text)| text);
+        ontology.abbreviations_text = Some(
+            glossary::Glossary::abbreviations_beside(path).map_err(|problem| {
+                OntologyError::Invalid {
+                    path: path.to_path_buf(),
+                    problem,
+                }
+            })?,
+        );
         Ok(ontology)
+    }
+
+    /// The query expansion of this ontology: its glossary and abbreviation lexicon.
+    pub fn glossary(&self) -> Result<glossary::Glossary, String> {
+        glossary::Glossary::from_texts(
+            self.glossary_text.as_deref(),
+            self.abbreviations_text.as_deref(),
+        )
     }
 
     /// Parses ontology text; `path` is only used in error messages.

@@ -1,7 +1,7 @@
-//! Hybrid precedent retrieval over a snapshot: BM25 and dense candidates within the caller's
-//! scope, fused by weighted reciprocal rank, dense-only candidates below the calibrated
-//! similarity floor dropped, key columns weighted down unless the description asks for an
-//! identifier, a total order `score desc, id asc`, and pages addressed by a
+//! Hybrid precedent retrieval over a snapshot, in stages (see [`search`]): BM25 and dense
+//! candidates within the caller's scope, fused by weighted reciprocal rank, dense-only
+//! candidates below the calibrated similarity floor dropped, key columns weighted down unless
+//! the description asks for an identifier, a total order `score desc, id asc`, and pages addressed by a
 //! cursor tied to the snapshot and the request. On an empty result: suggestions derived from
 //! the caller's own words, never searched.
 //!
@@ -168,7 +168,14 @@ pub enum RetrievalError {
 }
 
 /// Runs one search: exactly one lexical and/or one dense query with the caller's unchanged
-/// description (plus its glossary expansion). Returns every fused hit in total order.
+/// description (plus its expansion). Returns every fused hit in total order.
+///
+/// The pipeline, each stage a function over plain data so that one can be swapped and
+/// measured alone (`govcat eval queries` fuses the same candidates per mode):
+/// 1. [`candidates`]: each side's top [`CANDIDATES`] within the caller's scope;
+/// 2. [`fuse`]: weighted reciprocal rank, dense-only candidates below the floor dropped;
+/// 3. [`rerank`]: key columns weighted down unless the description asks for an identifier;
+/// 4. [`total_order`]: scores rounded as shown, `score desc, id asc`.
 pub fn search(
     snapshot: &Snapshot,
     embedder: &dyn Embedder,
@@ -177,7 +184,21 @@ pub fn search(
 ) -> Result<Vec<Hit>, RetrievalError> {
     let (lexical, dense) = candidates(snapshot, embedder, params, q)?;
     let asks = asks_for_identifier(snapshot, q.description);
-    Ok(fuse(snapshot, params, &lexical, &dense, asks))
+    Ok(ranked(snapshot, params, &lexical, &dense, asks))
+}
+
+/// Stages 2–4 of [`search`] over one query's candidates.
+pub fn ranked(
+    snapshot: &Snapshot,
+    params: &Params,
+    lexical: &[(u32, f32)],
+    dense: &[(u32, f32)],
+    asks_for_identifier: bool,
+) -> Vec<Hit> {
+    let mut hits = fuse(params, lexical, dense);
+    rerank(snapshot, params, asks_for_identifier, &mut hits);
+    total_order(snapshot, &mut hits);
+    hits
 }
 
 /// Last words of a column name that make it a key: `customer_no`, `claimId`, `vertrag_nr`.
@@ -210,7 +231,7 @@ pub fn is_key_column(doc: &crate::index::documents::Document) -> bool {
 pub fn asks_for_identifier(snapshot: &Snapshot, description: &str) -> bool {
     let split = crate::text::split_identifier(description);
     let mut words = crate::text::words(&split);
-    words.extend(snapshot.glossary.expand(description));
+    words.extend(snapshot.expand_query(description));
     words.iter().any(|w| {
         IDENTIFIER_WORDS.contains(&w.as_str())
             || w.ends_with("nummer")
@@ -242,7 +263,7 @@ pub fn candidates(
         return Ok((Vec::new(), Vec::new()));
     }
     let scope = snapshot.scope_filter(&scopes);
-    let expansion = snapshot.glossary.expand(q.description);
+    let expansion = snapshot.expand_query(q.description);
     let lexical = || -> Result<Candidates, RetrievalError> {
         snapshot.count_query();
         let mut parts = parse_query(q.description);
@@ -290,15 +311,9 @@ pub fn candidates(
     }
 }
 
-/// Weighted reciprocal-rank fusion; dense-only candidates below the floor are dropped; key
-/// columns are weighted by `params.key_weight` unless the description `asks_for_identifier`.
-pub fn fuse(
-    snapshot: &Snapshot,
-    params: &Params,
-    lexical: &[(u32, f32)],
-    dense: &[(u32, f32)],
-    asks_for_identifier: bool,
-) -> Vec<Hit> {
+/// Weighted reciprocal-rank fusion (or a weighted score sum, `params.fusion`); dense-only
+/// candidates below `params.min_similarity` are dropped. Unordered.
+pub fn fuse(params: &Params, lexical: &[(u32, f32)], dense: &[(u32, f32)]) -> Vec<Hit> {
     let mut hits: HashMap<u32, Hit> = HashMap::new();
     let best_bm25 = lexical
         .first()
@@ -347,22 +362,31 @@ pub fn fuse(
             None => {}
         }
     }
-    let mut out: Vec<Hit> = hits.into_values().collect();
-    // Order by the score as shown (6 decimals): float noise (1/6 vs 2/12) must not beat the
-    // id tie-break.
+    hits.into_values().collect()
+}
+
+/// Key columns' scores times `params.key_weight` unless the description
+/// `asks_for_identifier`.
+pub fn rerank(snapshot: &Snapshot, params: &Params, asks_for_identifier: bool, hits: &mut [Hit]) {
     let key_weight = params.key_weight_for(asks_for_identifier);
-    for h in &mut out {
+    for h in hits.iter_mut() {
         if is_key_column(snapshot.doc(h.ord)) {
             h.score *= key_weight;
         }
+    }
+}
+
+/// Rounds every score as shown (6 decimals: float noise such as 1/6 vs 2/12 must not beat the
+/// id tie-break) and sorts `score desc, id asc`.
+pub fn total_order(snapshot: &Snapshot, hits: &mut [Hit]) {
+    for h in hits.iter_mut() {
         h.score = (h.score * 1e6).round() / 1e6;
     }
-    out.sort_by(|a, b| {
+    hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
             .then_with(|| snapshot.doc(a.ord).id.cmp(&snapshot.doc(b.ord).id))
     });
-    out
 }
 
 /// The best dense similarity among the allowed documents, for the empty-result hint.

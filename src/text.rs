@@ -57,6 +57,35 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Shortest word [`split_run_together`] looks into, and the shortest part it makes.
+pub const SPLIT_MIN_WORD: usize = 6;
+pub const SPLIT_MIN_PART: usize = 3;
+
+/// The two parts of a run-together word (`seriesnumber`, `birthdate`, `username`) that the
+/// catalog itself uses as words, or `None`. `freq` gives the number of documents holding a
+/// word (0 for a word it does not hold, such as a stop word). A cut is taken only when both
+/// parts are more frequent than the whole word, so a common word is not taken apart into
+/// rarer look-alikes (`password` into `pass` + `word`); among such cuts the one whose rarer
+/// part is most frequent wins, ties to the longer first part. No dictionary: the catalog's
+/// own vocabulary is the only authority.
+pub fn split_run_together(word: &str, freq: impl Fn(&str) -> u64) -> Option<(String, String)> {
+    let chars: Vec<char> = word.chars().collect();
+    if chars.len() < SPLIT_MIN_WORD || !chars.iter().all(|c| c.is_alphabetic()) {
+        return None;
+    }
+    let whole = freq(word);
+    let mut best: Option<(u64, usize)> = None;
+    for cut in (SPLIT_MIN_PART..=chars.len() - SPLIT_MIN_PART).rev() {
+        let left: String = chars[..cut].iter().collect();
+        let right: String = chars[cut..].iter().collect();
+        let rarer = freq(&left).min(freq(&right));
+        if rarer > whole && best.is_none_or(|(b, _)| rarer > b) {
+            best = Some((rarer, cut));
+        }
+    }
+    best.map(|(_, cut)| (chars[..cut].iter().collect(), chars[cut..].iter().collect()))
+}
+
 /// Minimum word length that takes part in trigram matching.
 pub const GRAM_MIN_WORD: usize = 5;
 
@@ -93,6 +122,40 @@ pub fn gram_text(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn freq(word: &str) -> u64 {
+        match word {
+            "series" => 4,
+            "number" => 30,
+            "numb" => 1,
+            "pass" => 2,
+            "word" => 1,
+            "password" => 5,
+            "birth" => 6,
+            "date" => 40,
+            "birthdate" => 1,
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn run_together_words_split_into_the_catalogs_words() {
+        assert_eq!(
+            split_run_together("seriesnumber", freq),
+            Some(("series".to_string(), "number".to_string()))
+        );
+        // Known as a whole but rarer than its parts.
+        assert_eq!(
+            split_run_together("birthdate", freq),
+            Some(("birth".to_string(), "date".to_string()))
+        );
+        // More frequent than its parts: a word of its own.
+        assert_eq!(split_run_together("password", freq), None);
+        // No part known, too short, or not letters.
+        assert_eq!(split_run_together("zzqxvrrk", freq), None);
+        assert_eq!(split_run_together("numb", freq), None);
+        assert_eq!(split_run_together("date2birth", freq), None);
+    }
 
     #[test]
     fn identifiers_split_on_underscores_and_humps() {

@@ -403,7 +403,12 @@ fn nonsense_matches_nothing_in_the_indexes() {
     for term in [NONSENSE, NONSENSE_WORD] {
         let lexical = snapshot
             .lexical
-            .search(&parse_query(term), Some(scopes.as_slice()), 100, &Default::default())
+            .search(
+                &parse_query(term),
+                Some(scopes.as_slice()),
+                100,
+                &Default::default(),
+            )
             .unwrap_or_else(|e| panic!("lexical search for {term}: {e}"));
         assert_eq!(lexical, Vec::new(), "lexical hits for {term}");
         let vector = built
@@ -422,7 +427,12 @@ fn nonsense_matches_nothing_in_the_indexes() {
     // The other half: the same checks do find a real term.
     let lexical = snapshot
         .lexical
-        .search(&parse_query("iban"), Some(scopes.as_slice()), 100, &Default::default())
+        .search(
+            &parse_query("iban"),
+            Some(scopes.as_slice()),
+            100,
+            &Default::default(),
+        )
         .unwrap_or_else(|e| panic!("lexical search for iban: {e}"));
     assert!(!lexical.is_empty());
 }
@@ -1372,4 +1382,48 @@ fn a_description_asking_for_an_identifier_keeps_key_columns_unweighted() {
         &snapshot,
         "date the customer was born"
     ));
+}
+
+/// The ids and expansion of a lexical-only search of the hashed snapshot (the lexical side
+/// does not depend on the model).
+fn lexical_ids(description: &str) -> (Vec<String>, Value) {
+    let ctx = common::hashed().context();
+    let result = find(
+        &ctx,
+        &local(),
+        json!({"description": description, "mode": "bm25", "kinds": ["column"], "limit": 50}),
+    );
+    (ids(&result), result["request"]["glossary_terms"].clone())
+}
+
+/// Pair: an abbreviation of the lexicon (`dob`) is searched with its words and finds the
+/// columns that write them out, and those words find the column that abbreviates them
+/// (`screened_dob`, through its indexed expansion); a word that merely starts like one
+/// (`dobx`) is not expanded and finds nothing.
+#[test]
+fn an_abbreviation_meets_the_written_out_words_both_ways() {
+    let screened_dob = "column:fraud.sanctions_screening.screened_dob".to_string();
+    let (dob, dob_terms) = lexical_ids("dob");
+    assert_eq!(dob_terms, json!(["date", "of", "birth"]));
+    assert!(dob.contains(&"column:policy.quote.birth_date".to_string()));
+    let (written, written_terms) = lexical_ids("date of birth");
+    assert_eq!(written_terms, json!([]));
+    assert!(written.contains(&screened_dob), "{written:?}");
+
+    let (dobx, dobx_terms) = lexical_ids("dobx");
+    assert_eq!((dobx, dobx_terms), (Vec::<String>::new(), json!([])));
+}
+
+/// Pair: a run-together word of a column name (`birthdate`) is also searched as the two words
+/// the catalog uses (`birth_date` columns join the `birthdate` ones); a prose word the
+/// catalog knows is not taken apart (`separate` is not `sepa` + `rate`).
+#[test]
+fn a_run_together_name_word_is_searched_by_its_parts_and_a_prose_word_is_not() {
+    let (birthdate, terms) = lexical_ids("birthdate");
+    assert_eq!(terms, json!(["birth", "date"]));
+    assert!(birthdate.contains(&"column:hr.employee.birthdate".to_string()));
+    assert!(birthdate.contains(&"column:policy.quote.birth_date".to_string()));
+
+    let (_, separate_terms) = lexical_ids("separate");
+    assert_eq!(separate_terms, json!([]));
 }

@@ -327,12 +327,15 @@ impl Raw {
             kinds: &kinds,
             mode: retrieval::Mode::Hybrid,
         };
-        let (lexical, dense) = retrieval::candidates(snapshot, embedder, params, &query).map_err(|e| {
-            ToolError::new(
-                "RetrievalFailed",
-                format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"),
-            )
-        })?;
+        let (lexical, dense) =
+            retrieval::candidates(snapshot, embedder, params, &query).map_err(|e| {
+                ToolError::new(
+                    "RetrievalFailed",
+                    format!(
+                        "{e}; retry, and if it persists rebuild the snapshot with `govcat index`"
+                    ),
+                )
+            })?;
         Ok(Raw {
             lexical,
             dense,
@@ -348,7 +351,7 @@ impl Raw {
             retrieval::Mode::Dense => (none, self.dense.as_slice()),
             retrieval::Mode::Hybrid => (self.lexical.as_slice(), self.dense.as_slice()),
         };
-        retrieval::fuse(snapshot, params, l, d, self.asks_for_identifier)
+        retrieval::ranked(snapshot, params, l, d, self.asks_for_identifier)
     }
 }
 

@@ -60,6 +60,11 @@ pub struct Document {
     /// (see `index::embedded_texts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dense_table_text: Option<String>,
+    /// Words the document is also found by (lexical `gloss` field): English terms of its
+    /// German words and abbreviations, and the parts of its run-together words. Filled when
+    /// the snapshot is built (`index::expand_documents`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expansion: Vec<String>,
 }
 
 #[cfg(test)]
@@ -82,6 +87,7 @@ impl Document {
             context_text: String::new(),
             dense_text: String::new(),
             dense_table_text: None,
+            expansion: Vec::new(),
         }
     }
 }
@@ -112,6 +118,7 @@ pub fn ontology_documents(ontology: &Ontology) -> Vec<Document> {
                 context_text: format!("tag ontology {key_words}"),
                 dense_text: format!("{key_words} {}: {} {}", v.value, v.description, v.implies),
                 dense_table_text: None,
+                expansion: Vec::new(),
             });
         }
     }
@@ -153,6 +160,7 @@ pub fn column_documents(dataset: &Dataset) -> Vec<Document> {
                 dense_table_text: table_about.map(|about| {
                     format!("{name_words}: {description} (table {table_words}: {about}; {domain})")
                 }),
+                expansion: Vec::new(),
             }
         })
         .collect()

@@ -22,7 +22,6 @@ use tantivy::{doc, Index, IndexReader, ReloadPolicy, Term};
 
 use super::documents::{Document, Kind};
 use super::IndexError;
-use crate::ontology::glossary::Glossary;
 use crate::text::{fold, trigrams, words, GRAM_MIN_WORD};
 
 const WORDS: &str = "govcat_words";
@@ -174,10 +173,11 @@ fn tantivy_error(what: &str, e: impl std::fmt::Display) -> IndexError {
     }
 }
 
-/// Writes the lexical index of `docs` into `dir` (which must exist and be empty). German words
-/// of a document are expanded through `glossary` into its `gloss` field, so an English query
-/// meets a German column name or description (and a German query's expansion meets it too).
-pub fn build(dir: &Path, docs: &[Document], glossary: &Glossary) -> Result<(), IndexError> {
+/// Writes the lexical index of `docs` into `dir` (which must exist and be empty). A document's
+/// [`Document::expansion`] (English terms of its German words and abbreviations, parts of its
+/// run-together words) goes into its `gloss` field, so an English query meets a German column
+/// name or description (and a German query's expansion meets it too).
+pub fn build(dir: &Path, docs: &[Document]) -> Result<(), IndexError> {
     let (schema, f) = schema();
     let index = Index::create_in_dir(dir, schema).map_err(|e| tantivy_error("tantivy", e))?;
     register(&index);
@@ -193,7 +193,7 @@ pub fn build(dir: &Path, docs: &[Document], glossary: &Glossary) -> Result<(), I
                 f.text => d.lexical_text.clone(),
                 f.text_de => d.lexical_text.clone(),
                 f.context => d.context_text.clone(),
-                f.gloss => glossary.expand(&d.lexical_text).join(" "),
+                f.gloss => d.expansion.join(" "),
                 f.name_key => name_key(&d.name_text),
                 f.grams => crate::text::gram_text(&d.lexical_text),
             ))
@@ -329,6 +329,11 @@ impl Lexical {
     fn analyse(&self, text: &str) -> Vec<String> {
         analyse_with(words_analyzer(), text)
     }
+}
+
+/// The English-stemmed tokens of `text`, as the main field holds them (stop words dropped).
+pub fn stemmed(text: &str) -> Vec<String> {
+    analyse_with(words_analyzer(), text)
 }
 
 fn analyse_with(mut analyzer: TextAnalyzer, text: &str) -> Vec<String> {
@@ -548,6 +553,28 @@ impl Lexical {
         }
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         Ok(out)
+    }
+
+    /// Number of documents whose text holds `word` (stemmed); 0 for a word that is not one
+    /// token (a stop word, several words).
+    pub fn word_freq(&self, word: &str) -> u64 {
+        self.freq_in(self.f.text, word)
+    }
+
+    /// Number of documents whose name (identifier words) holds `word` (stemmed).
+    pub fn name_freq(&self, word: &str) -> u64 {
+        self.freq_in(self.f.name, word)
+    }
+
+    fn freq_in(&self, field: Field, word: &str) -> u64 {
+        match stemmed(word).as_slice() {
+            [token] => self
+                .reader
+                .searcher()
+                .doc_freq(&Term::from_field_text(field, token))
+                .unwrap_or(0),
+            _ => 0,
+        }
     }
 
     /// Number of documents in the index.

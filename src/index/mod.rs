@@ -36,6 +36,7 @@ const DOCUMENTS: &str = "documents.json";
 const VECTORS: &str = "vectors.f32";
 const TANTIVY: &str = "tantivy";
 const GLOSSARY: &str = "glossary.tsv";
+const ABBREVIATIONS: &str = "abbreviations.tsv";
 /// Snapshots kept besides the current one (older ones are removed after a publish).
 const KEEP_PREVIOUS: usize = 2;
 
@@ -139,7 +140,8 @@ pub struct Snapshot {
     pub scopes: Scopes,
     pub lexical: lexical::Lexical,
     pub dense: Dense,
-    /// German→English query expansion (empty when the snapshot carries no glossary).
+    /// German→English and abbreviation query expansion (empty when the snapshot carries no
+    /// glossary); see [`Snapshot::expand_query`].
     pub glossary: glossary::Glossary,
     /// Index queries run against this snapshot (lexical or dense), for tests and metrics.
     pub queries_run: AtomicU64,
@@ -150,6 +152,33 @@ pub struct Snapshot {
 impl Snapshot {
     pub fn count_query(&self) {
         self.queries_run.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The words a description is also searched with (echoed as `glossary_terms`): the
+    /// glossary's English terms for its German words and abbreviations, then, for a word no
+    /// document holds (`seriesnumber`) or one of a column name (`birthdate`), the two parts that
+    /// the documents use as words more often than the whole, each once and none the caller
+    /// wrote.
+    pub fn expand_query(&self, description: &str) -> Vec<String> {
+        let mut out = self.glossary.expand(description);
+        let written = crate::text::words(&crate::text::split_identifier(description));
+        // Words no document holds, and words of column names (identifiers run words
+        // together: `birthdate` also asks for `birth_date`); a prose word the catalog knows is
+        // searched as written (`separate` is not `sepa` + `rate`).
+        let splittable =
+            |w: &&String| self.lexical.word_freq(w) == 0 || self.lexical.name_freq(w) > 0;
+        for w in written.iter().filter(splittable) {
+            if let Some((left, right)) =
+                crate::text::split_run_together(w, |p| self.lexical.word_freq(p))
+            {
+                for part in [left, right] {
+                    if !written.contains(&part) && !out.contains(&part) {
+                        out.push(part);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Records a searched term (one per search, whatever sides run).
@@ -323,27 +352,11 @@ pub fn collect_documents(
             docs.extend(documents::column_documents(ds));
         }
     }
-    // The model reads English: a column's German words are also given to it in English.
-    let glossary = ontology
-        .glossary_text
-        .as_deref()
-        .map(glossary::Glossary::parse)
-        .transpose()
-        .map_err(|problem| IndexError::Corrupt {
-            file: glossary::GLOSSARY_FILE.to_string(),
-            problem,
-        })?
-        .unwrap_or_default();
-    for d in docs.iter_mut().filter(|d| d.kind == Kind::Column) {
-        let english = glossary.expand(&d.lexical_text);
-        if !english.is_empty() {
-            let english = english.join(" ");
-            d.dense_text = format!("{} ({english})", d.dense_text);
-            if let Some(t) = &mut d.dense_table_text {
-                *t = format!("{t} ({english})");
-            }
-        }
-    }
+    let glossary = ontology.glossary().map_err(|problem| IndexError::Corrupt {
+        file: glossary::GLOSSARY_FILE.to_string(),
+        problem,
+    })?;
+    expand_documents(&mut docs, &glossary);
     let counts = Counts {
         documents: docs.len(),
         columns: docs.len() - ontology_values,
@@ -457,6 +470,49 @@ fn model_info(embedder: &dyn Embedder) -> ModelInfo {
     }
 }
 
+/// Fills every document's [`Document::expansion`]: the glossary's English terms for its German
+/// words and abbreviations, then the parts of the run-together words of its name split against
+/// the documents' own vocabulary ([`crate::text::split_run_together`]). The model reads English:
+/// a column's expansion is also appended to the texts it embeds.
+pub fn expand_documents(docs: &mut [Document], glossary: &glossary::Glossary) {
+    let mut vocabulary: HashMap<String, u64> = HashMap::new();
+    for d in docs.iter() {
+        let mut tokens = lexical::stemmed(&d.lexical_text);
+        tokens.sort();
+        tokens.dedup();
+        for t in tokens {
+            *vocabulary.entry(t).or_default() += 1;
+        }
+    }
+    let freq = |word: &str| match lexical::stemmed(word).as_slice() {
+        [token] => vocabulary.get(token).copied().unwrap_or(0),
+        _ => 0,
+    };
+    for d in docs.iter_mut() {
+        let mut expansion = glossary.expand(&d.lexical_text);
+        let written = crate::text::words(&d.lexical_text);
+        // Identifiers run words together; descriptions are prose, whose words are words
+        // (`separate` is not `sepa` + `rate`).
+        for w in &crate::text::words(&d.name_text) {
+            if let Some((left, right)) = crate::text::split_run_together(w, freq) {
+                for part in [left, right] {
+                    if !written.contains(&part) && !expansion.contains(&part) {
+                        expansion.push(part);
+                    }
+                }
+            }
+        }
+        if d.kind == Kind::Column && !expansion.is_empty() {
+            let english = expansion.join(" ");
+            d.dense_text = format!("{} ({english})", d.dense_text);
+            if let Some(t) = &mut d.dense_table_text {
+                *t = format!("{t} ({english})");
+            }
+        }
+        d.expansion = expansion;
+    }
+}
+
 /// Writes a snapshot of `docs`/`vectors` under `index_dir/snapshots/` and publishes it as
 /// `CURRENT`. Returns its id. The snapshot is complete and fsynced before `CURRENT` moves.
 pub fn write_snapshot(
@@ -477,10 +533,12 @@ pub fn write_snapshot(
         model,
         ontology_version,
         None,
+        None,
     )
 }
 
-/// [`write_snapshot`] that also stores the query-expansion glossary in the snapshot.
+/// [`write_snapshot`] that also stores the query-expansion glossary and abbreviation lexicon
+/// in the snapshot.
 #[allow(clippy::too_many_arguments)]
 pub fn write_snapshot_with_glossary(
     index_dir: &Path,
@@ -491,6 +549,7 @@ pub fn write_snapshot_with_glossary(
     model: ModelInfo,
     ontology_version: &str,
     glossary_text: Option<&str>,
+    abbreviations_text: Option<&str>,
 ) -> Result<String, IndexError> {
     let snapshots = index_dir.join("snapshots");
     fs::create_dir_all(&snapshots).map_err(|e| io_err(&snapshots, e))?;
@@ -510,17 +569,20 @@ pub fn write_snapshot_with_glossary(
     let doc_bytes = serde_json::to_vec(docs).map_err(|e| io_err(&staging, e))?;
     write_file(&staging.join(DOCUMENTS), &doc_bytes)?;
     write_file(&staging.join(VECTORS), &vectors.to_bytes())?;
-    let glossary = match glossary_text {
-        Some(text) => {
-            write_file(&staging.join(GLOSSARY), text.as_bytes())?;
-            glossary::Glossary::parse(text).map_err(|problem| IndexError::Corrupt {
-                file: glossary::GLOSSARY_FILE.to_string(),
-                problem,
-            })?
+    // Refuse a malformed glossary before publishing it.
+    glossary::Glossary::from_texts(glossary_text, abbreviations_text).map_err(|problem| {
+        IndexError::Corrupt {
+            file: "glossary".to_string(),
+            problem,
         }
-        None => glossary::Glossary::default(),
-    };
-    lexical::build(&staging.join(TANTIVY), docs, &glossary)?;
+    })?;
+    if let Some(text) = glossary_text {
+        write_file(&staging.join(GLOSSARY), text.as_bytes())?;
+    }
+    if let Some(text) = abbreviations_text {
+        write_file(&staging.join(ABBREVIATIONS), text.as_bytes())?;
+    }
+    lexical::build(&staging.join(TANTIVY), docs)?;
     let dense_backend = dense::choose_backend(docs.len());
     if dense_backend == Backend::Hnsw {
         dense::build_hnsw(&staging, vectors)?;
@@ -676,6 +738,7 @@ fn build_with(
         model,
         &ontology.version,
         ontology.glossary_text.as_deref(),
+        ontology.abbreviations_text.as_deref(),
     )?;
     Ok((
         read_manifest(&index_dir.join("snapshots").join(id))?,
@@ -950,16 +1013,23 @@ pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError>
         Backend::Exact => Dense::exact(vectors),
         Backend::Hnsw => Dense::with_hnsw(vectors, dir)?,
     };
-    let glossary_path = dir.join(GLOSSARY);
-    let glossary = if glossary_path.exists() {
-        let text = fs::read_to_string(&glossary_path).map_err(|e| io_err(&glossary_path, e))?;
-        glossary::Glossary::parse(&text).map_err(|problem| IndexError::Corrupt {
-            file: glossary_path.display().to_string(),
-            problem,
-        })?
-    } else {
-        glossary::Glossary::default()
+    let read_optional = |name: &str| -> Result<Option<String>, IndexError> {
+        let path = dir.join(name);
+        if !path.exists() {
+            return Ok(None);
+        }
+        fs::read_to_string(&path)
+            .map(Some)
+            .map_err(|e| io_err(&path, e))
     };
+    let glossary = glossary::Glossary::from_texts(
+        read_optional(GLOSSARY)?.as_deref(),
+        read_optional(ABBREVIATIONS)?.as_deref(),
+    )
+    .map_err(|problem| IndexError::Corrupt {
+        file: dir.display().to_string(),
+        problem,
+    })?;
     let mut domains: Vec<String> = docs.iter().filter_map(|d| d.domain.clone()).collect();
     domains.sort();
     domains.dedup();

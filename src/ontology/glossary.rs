@@ -6,6 +6,10 @@
 //! (`Versicherungsscheins`). A long compound that does not split wholly still gives its known
 //! first and last parts (`Gehaltsnachabrechnung` → `gehalt` … `abrechnung`). The expansion is
 //! echoed with every search (rule 11); it never replaces the caller's words.
+//!
+//! Beside it, a lexicon of data-engineering abbreviations (`ontology/abbreviations.tsv`:
+//! `cust`, `addr`, `dob`, `nr`, ...) expands whole words only, of any length, the same way.
+//! Without a file beside the ontology the built-in copy of that lexicon applies.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -14,6 +18,10 @@ use crate::text::{fold, words};
 
 /// File name of the glossary, next to the ontology file.
 pub const GLOSSARY_FILE: &str = "glossary-de-en.tsv";
+/// File name of the abbreviation lexicon, next to the ontology file.
+pub const ABBREVIATIONS_FILE: &str = "abbreviations.tsv";
+/// The lexicon used when no [`ABBREVIATIONS_FILE`] is beside the ontology.
+pub const BUILT_IN_ABBREVIATIONS: &str = include_str!("../../ontology/abbreviations.tsv");
 const MIN_PART: usize = 3;
 const MAX_PARTS: usize = 3;
 /// Shortest known part [`Glossary::partial`] takes from a compound, and the shortest word it
@@ -24,16 +32,44 @@ const PARTIAL_WORD_MIN: usize = 10;
 /// glossary as written.
 const INFLECTIONS: [&str; 7] = ["s", "n", "e", "es", "en", "er", "ern"];
 
-/// Folded German word → English terms.
+/// Folded German word → English terms, and abbreviation → English words.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Glossary {
     entries: HashMap<String, Vec<String>>,
+    abbreviations: HashMap<String, Vec<String>>,
 }
 
 impl Glossary {
+    /// `self` with the abbreviation lexicon `text` (`abbreviation<TAB>english words` lines).
+    pub fn with_abbreviations(self, text: &str) -> Result<Glossary, String> {
+        Ok(Glossary {
+            abbreviations: Glossary::parse(text)?.entries,
+            ..self
+        })
+    }
+
+    /// The glossary of `german` (German words) and `abbreviations` texts, each optional;
+    /// an error names the file whose line is malformed.
+    pub fn from_texts(
+        german: Option<&str>,
+        abbreviations: Option<&str>,
+    ) -> Result<Glossary, String> {
+        let glossary = german
+            .map(Glossary::parse)
+            .transpose()
+            .map_err(|e| format!("{GLOSSARY_FILE}: {e}"))?
+            .unwrap_or_default();
+        match abbreviations {
+            Some(text) => glossary
+                .with_abbreviations(text)
+                .map_err(|e| format!("{ABBREVIATIONS_FILE}: {e}")),
+            None => Ok(glossary),
+        }
+    }
+
     /// Parses `german<TAB>english words` lines; `#` starts a comment. Returns the problem line.
     pub fn parse(text: &str) -> Result<Glossary, String> {
-        let mut entries = HashMap::new();
+        let mut entries: HashMap<String, Vec<String>> = HashMap::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.trim_end();
             if line.trim().is_empty() || line.trim_start().starts_with('#') {
@@ -52,22 +88,35 @@ impl Glossary {
             }
             entries.insert(key, terms);
         }
-        Ok(Glossary { entries })
+        Ok(Glossary {
+            entries,
+            abbreviations: HashMap::new(),
+        })
     }
 
     /// Loads the glossary next to `ontology_path`, if there is one.
     pub fn load_beside(ontology_path: &Path) -> Result<Option<(Glossary, String)>, String> {
+        Self::load_file(ontology_path, GLOSSARY_FILE)
+    }
+
+    /// The abbreviation lexicon next to `ontology_path`, or the built-in one.
+    pub fn abbreviations_beside(ontology_path: &Path) -> Result<String, String> {
+        Ok(Self::load_file(ontology_path, ABBREVIATIONS_FILE)?
+            .map_or_else(|| BUILT_IN_ABBREVIATIONS.to_string(), |(_, text)| text))
+    }
+
+    fn load_file(ontology_path: &Path, name: &str) -> Result<Option<(Glossary, String)>, String> {
         let path = ontology_path
             .parent()
             .unwrap_or_else(|| Path::new("."))
-            .join(GLOSSARY_FILE);
+            .join(name);
         if !path.exists() {
             return Ok(None);
         }
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("glossary {}: {e}", path.display()))?;
-        let glossary = Glossary::parse(&text)
-            .map_err(|e| format!("glossary {}: {e}; fix the file", path.display()))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let glossary =
+            Glossary::parse(&text).map_err(|e| format!("{}: {e}; fix the file", path.display()))?;
         Ok(Some((glossary, text)))
     }
 
@@ -163,6 +212,14 @@ impl Glossary {
         let query_words = words(description);
         let mut out: Vec<String> = Vec::new();
         for w in &query_words {
+            if let Some(terms) = self.abbreviations.get(w) {
+                for term in terms {
+                    if !query_words.contains(term) && !out.contains(term) {
+                        out.push(term.clone());
+                    }
+                }
+                continue;
+            }
             if w.chars().count() < MIN_PART || w.chars().all(|c| c.is_ascii_digit()) {
                 continue;
             }
@@ -236,6 +293,30 @@ mod tests {
         let g = glossary();
         assert!(g.expand("date of birth").is_empty());
         assert!(g.expand("zzqx vrrk").is_empty());
+    }
+
+    #[test]
+    fn abbreviations_expand_whole_words_only() {
+        let g = glossary()
+            .with_abbreviations("cust\tcustomer\ndob\tdate of birth\nnr\tnumber\n")
+            .unwrap();
+        assert_eq!(
+            g.expand("cust_dob"),
+            vec!["customer", "date", "of", "birth"]
+        );
+        assert_eq!(g.expand("kd nr"), vec!["number"]);
+        // Inside a longer word an abbreviation is not one: `custody`, `dobby`, `nrw`.
+        assert!(g.expand("custody dobby nrw").is_empty());
+        // A word the caller wrote is not added again.
+        assert_eq!(g.expand("customer cust"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_built_in_abbreviations_parse() {
+        let g = Glossary::default()
+            .with_abbreviations(BUILT_IN_ABBREVIATIONS)
+            .unwrap();
+        assert_eq!(g.expand("txn_amt"), vec!["transaction", "amount"]);
     }
 
     #[test]

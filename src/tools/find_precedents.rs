@@ -18,8 +18,9 @@ description matches yours (e.g. \"contains an EU IBAN\"), to see how comparable 
 already classified. Searches only the snapshot's closed set: every entry is a real column \
 (id column:<domain>.<table>.<column>) or ontology value (id ontology:<key>=<value>). Matching: \
 whole words after English stemming, lower-casing and accent folding (identifiers are split at _ \
-and camelCase); German words also match through the English terms of the glossary \
-(echoed in request.glossary_terms); word* matches words starting with word; \"quoted words\" match as a phrase; words \
+and camelCase); German words and abbreviations (cust, dob, nr) also match through their English \
+terms, and a run-together word the catalog lacks (seriesnumber) through its parts (all echoed in \
+request.glossary_terms); word* matches words starting with word; \"quoted words\" match as a phrase; words \
 of 5+ letters also match by shared character trigrams (compounds, run-together names). Semantic \
 matches come from an embedding model and must reach min_similarity; each entry says match_type \
 lexical, semantic or both. A column named as a key (last word id, key, no or nr, e.g. \
@@ -105,8 +106,9 @@ pub struct RequestEcho {
     pub mode: Mode,
     pub snapshot_id: String,
     pub min_similarity: f64,
-    /// English terms the glossary added for German words of the description (searched
-    /// alongside your words, at lower weight); empty when none.
+    /// English terms added for German words and abbreviations of the description, and the
+    /// parts of its run-together words (searched alongside your words, at lower weight);
+    /// empty when none.
     pub glossary_terms: Vec<String>,
     /// Factor applied to the scores of key columns (`customer_no`, `claimId`): 1.0 when the
     /// description asks for an identifier, below 1.0 otherwise.
@@ -380,7 +382,7 @@ pub fn run_excluding(
         mode,
         snapshot_id: snapshot.manifest.id.clone(),
         min_similarity: (f64::from(params.min_similarity) * 1000.0).round() / 1000.0,
-        glossary_terms: snapshot.glossary.expand(&description),
+        glossary_terms: snapshot.expand_query(&description),
         key_column_weight: params
             .key_weight_for(retrieval::asks_for_identifier(&snapshot, &description)),
     };
