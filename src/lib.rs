@@ -10,22 +10,24 @@
 //!   in flight), as named constants; enforced by `tools` and `server`.
 //! - [`timestamp`]: the `YYYY-MM-DDTHH:MM:SSZ` timestamps govcat writes and reads back.
 //! - [`text`]: word handling shared by the glossary, indexing and querying — identifier
-//!   splitting, folding, trigrams.
+//!   splitting, folding, run-together words split against the catalog's vocabulary.
 //! - [`ontology`]: the LF-tag vocabulary (5 keys, 21 values), its loader and `resolve()`, and
-//!   the German→English glossary loaded beside it (`ontology::glossary`).
+//!   the German→English glossary and the abbreviation lexicon loaded beside it
+//!   (`ontology::glossary`).
 //! - [`catalog`]: domains, datasets, columns and their four-state tags; the parse boundary
 //!   (`catalog::boundary`) every source goes through, the `dir` source (`catalog::dir`) and the
 //!   `aws` source (`catalog::aws`: Glue, Lake Formation, STS; `govcat record`).
 //! - [`embed`]: the `Embedder` trait and the all-MiniLM-L6-v2 backend (candle), plus a small
 //!   deterministic embedder for plumbing tests.
-//! - [`index`]: snapshots — documents (German words also in English, via the glossary; a
-//!   column's vector also embeds its table's description), the
-//!   tantivy (BM25, exact column name, trigram) and dense (exact scan or HNSW) indexes, the
+//! - [`index`]: snapshots — documents (German words and abbreviations also in English, via the
+//!   glossary, run-together names also as their parts; a column's vector also embeds its
+//!   table's description), the tantivy (BM25, exact column name) and dense (exact scan or HNSW) indexes, the
 //!   manifest, embedding reuse across rebuilds, atomic publish (unattended rebuilds refuse a
 //!   catalog that shrank), checked load, per-document scope ids, hot swap and the file watcher.
-//! - [`retrieval`]: hybrid search over a snapshot — scope filter, reciprocal-rank fusion,
-//!   similarity floor, key columns weighted down unless an identifier is asked for, total
-//!   order, cursors, suggestions from the caller's words.
+//! - [`retrieval`]: hybrid search over a snapshot in stages (candidates per side within the
+//!   caller's scope, reciprocal-rank fusion with the similarity floor, key columns weighted
+//!   down unless an identifier is asked for, total order), its `Params` (every tunable weight,
+//!   `govcat eval --param`), cursors, suggestions from the caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
 //!   and one dispatcher (`tools::call`) shared by every transport.
 //! - [`prompts`]: the prompts a host offers as slash commands (`tag-new-column`,

@@ -1,7 +1,7 @@
 //! Word handling shared by indexing and querying, so both sides see the same words:
 //! identifier splitting (`policyNo` → `policy no`, `vn_gebdat` → `vn gebdat`), folding
-//! (lower case, `ä` → `a`, `ß` → `ss`) and the character trigrams that let a run-together or
-//! compound word (`seriesnumber`, `Versicherungsnehmerstatus`) meet its parts.
+//! (lower case, `ä` → `a`, `ß` → `ss`) and the split of a run-together word (`seriesnumber`)
+//! into the catalog's own words.
 
 /// Splits identifiers on `_`, `-`, `.`, digits boundaries and camelCase humps.
 /// `claimHandlerId` → `claim Handler Id`; `vn_gebdat` → `vn gebdat`; `HTTPStatus` → `HTTP Status`.
@@ -86,39 +86,6 @@ pub fn split_run_together(word: &str, freq: impl Fn(&str) -> u64) -> Option<(Str
     best.map(|(_, cut)| (chars[..cut].iter().collect(), chars[cut..].iter().collect()))
 }
 
-/// Minimum word length that takes part in trigram matching.
-pub const GRAM_MIN_WORD: usize = 5;
-
-/// Character trigrams of one folded word (with no padding), deduplicated, in order.
-pub fn trigrams(word: &str) -> Vec<String> {
-    let chars: Vec<char> = word.chars().collect();
-    let mut out: Vec<String> = Vec::new();
-    if chars.len() < 3 {
-        return out;
-    }
-    for w in chars.windows(3) {
-        let g: String = w.iter().collect();
-        if !out.contains(&g) {
-            out.push(g);
-        }
-    }
-    out
-}
-
-/// The trigram field's text for a document: trigrams of every word long enough.
-pub fn gram_text(text: &str) -> String {
-    let mut out = String::new();
-    for w in words(text) {
-        if w.chars().count() >= GRAM_MIN_WORD && w.chars().all(|c| c.is_alphabetic()) {
-            for g in trigrams(&w) {
-                out.push_str(&g);
-                out.push(' ');
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,18 +138,5 @@ mod tests {
     fn folding_maps_german_letters() {
         assert_eq!(fold("Schadenhöhe"), "schadenhohe");
         assert_eq!(fold("Straße"), "strasse");
-    }
-
-    #[test]
-    fn trigrams_are_deduplicated_and_ordered() {
-        assert_eq!(trigrams("iban"), vec!["iba", "ban"]);
-        assert_eq!(trigrams("aaaa"), vec!["aaa"]);
-        assert!(trigrams("eu").is_empty());
-    }
-
-    #[test]
-    fn gram_text_skips_short_words() {
-        assert_eq!(gram_text("an IBAN of"), "");
-        assert_eq!(gram_text("Steuer"), "ste teu eue uer ");
     }
 }

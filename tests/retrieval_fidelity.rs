@@ -130,9 +130,9 @@ fn min_similarity_text() -> String {
     Params::default().min_similarity.to_string()
 }
 
-const HYBRID_SIDES: &str = "whole stemmed words, word* prefixes, quoted phrases, shared trigrams of words with 5+ letters, and semantic neighbours";
+const HYBRID_SIDES: &str = "whole stemmed words (with their glossary terms and parts), word* prefixes, quoted phrases, and semantic neighbours";
 const BM25_SIDES: &str =
-    "whole stemmed words, word* prefixes, quoted phrases and shared trigrams of words with 5+ letters";
+    "whole stemmed words (with their glossary terms and parts), word* prefixes and quoted phrases";
 
 fn expected_hint(
     kinds: &str,
@@ -1335,7 +1335,7 @@ fn key_columns_do_not_crowd_out_the_attribute_a_description_asks_for() {
         .collect();
     assert_eq!(
         birth,
-        [true, true, false, true, true],
+        [true, true, true, false, true],
         "four of the weighted top five are birth-date columns: {after:?}"
     );
 }

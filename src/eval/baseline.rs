@@ -2,8 +2,8 @@
 //! same snapshot documents: BM25 (tantivy's defaults k1 1.2, b 0.75; the `en_stem` analyzer:
 //! lower-casing and the Porter2 English stemmer) over each document's name words and
 //! description, all-MiniLM-L6-v2 exact cosine over the same text with no floor, and
-//! reciprocal-rank fusion with k = 60 and equal weights. No glossary, no boosts, no trigrams,
-//! no key-column rule: what a reviewer would build in an afternoon.
+//! reciprocal-rank fusion with k = 60 and equal weights. No glossary, no abbreviations or word
+//! splitting, no boosts, no key-column rule: what a reviewer would build in an afternoon.
 
 use std::collections::HashMap;
 

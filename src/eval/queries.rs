@@ -442,7 +442,7 @@ pub struct QueriesReport {
     pub wall_seconds: f64,
 }
 
-pub const BASELINE_DEFINITION: &str = "BM25 over name words and description (tantivy en_stem: lower-case, Porter2; k1 1.2, b 0.75; no glossary, boosts or trigrams) + all-MiniLM-L6-v2 exact cosine over the same text (no floor), reciprocal-rank fusion k=60 with equal weights, top 100 of each side";
+pub const BASELINE_DEFINITION: &str = "BM25 over name words and description (tantivy en_stem: lower-case, Porter2; k1 1.2, b 0.75; no glossary, abbreviations, word splitting or boosts) + all-MiniLM-L6-v2 exact cosine over the same text (no floor), reciprocal-rank fusion k=60 with equal weights, top 100 of each side";
 
 fn definitions() -> BTreeMap<&'static str, &'static str> {
     BTreeMap::from([

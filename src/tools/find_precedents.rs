@@ -20,8 +20,7 @@ already classified. Searches only the snapshot's closed set: every entry is a re
 whole words after English stemming, lower-casing and accent folding (identifiers are split at _ \
 and camelCase); German words and abbreviations (cust, dob, nr) also match through their English \
 terms, and a run-together word the catalog lacks (seriesnumber) through its parts (all echoed in \
-request.glossary_terms); word* matches words starting with word; \"quoted words\" match as a phrase; words \
-of 5+ letters also match by shared character trigrams (compounds, run-together names). Semantic \
+request.glossary_terms); word* matches words starting with word; \"quoted words\" match as a phrase. Semantic \
 matches come from an embedding model and must reach min_similarity; each entry says match_type \
 lexical, semantic or both. A column named as a key (last word id, key, no or nr, e.g. \
 customer_no) ranks lower unless your description asks for an identifier (id, number, key, \
@@ -389,8 +388,8 @@ pub fn run_excluding(
     let empty = page.is_empty();
     let hint = empty.then(|| {
         let sides = match mode {
-            Mode::Hybrid => "whole stemmed words, word* prefixes, quoted phrases, shared trigrams of words with 5+ letters, and semantic neighbours",
-            Mode::Bm25 => "whole stemmed words, word* prefixes, quoted phrases and shared trigrams of words with 5+ letters",
+            Mode::Hybrid => "whole stemmed words (with their glossary terms and parts), word* prefixes, quoted phrases, and semantic neighbours",
+            Mode::Bm25 => "whole stemmed words (with their glossary terms and parts), word* prefixes and quoted phrases",
             Mode::Dense => "semantic neighbours",
         };
         let past_end = if offset > 0 && total > 0 {
