@@ -182,8 +182,10 @@ pub fn search(
     params: &Params,
     q: &Query<'_>,
 ) -> Result<Vec<Hit>, RetrievalError> {
-    let (lexical, dense) = candidates(snapshot, embedder, params, q)?;
-    let asks = asks_for_identifier(snapshot, q.description);
+    // The expansion is computed once: both the lexical side and the key-column rule read it.
+    let expansion = snapshot.expand_query(q.description);
+    let (lexical, dense) = candidates_with(snapshot, embedder, params, q, &expansion)?;
+    let asks = asks_for_identifier_with(q.description, &expansion);
     Ok(ranked(snapshot, params, &lexical, &dense, asks))
 }
 
@@ -229,10 +231,14 @@ pub fn is_key_column(doc: &crate::index::documents::Document) -> bool {
 /// Whether `description` (or its glossary expansion) asks for an identifier, so that key
 /// columns are what it looks for.
 pub fn asks_for_identifier(snapshot: &Snapshot, description: &str) -> bool {
+    asks_for_identifier_with(description, &snapshot.expand_query(description))
+}
+
+/// [`asks_for_identifier`] with the description's expansion already at hand.
+pub fn asks_for_identifier_with(description: &str, expansion: &[String]) -> bool {
     let split = crate::text::split_identifier(description);
-    let mut words = crate::text::words(&split);
-    words.extend(snapshot.expand_query(description));
-    words.iter().any(|w| {
+    let words = crate::text::words(&split);
+    words.iter().chain(expansion).any(|w| {
         IDENTIFIER_WORDS.contains(&w.as_str())
             || w.ends_with("nummer")
             || (w.ends_with("nr") && w.len() > 2)
@@ -251,6 +257,18 @@ pub fn candidates(
     params: &Params,
     q: &Query<'_>,
 ) -> Result<(Candidates, Candidates), RetrievalError> {
+    let expansion = snapshot.expand_query(q.description);
+    candidates_with(snapshot, embedder, params, q, &expansion)
+}
+
+/// [`candidates`] with the description's expansion ([`Snapshot::expand_query`]) at hand.
+pub fn candidates_with(
+    snapshot: &Snapshot,
+    embedder: &dyn Embedder,
+    params: &Params,
+    q: &Query<'_>,
+    expansion: &[String],
+) -> Result<(Candidates, Candidates), RetrievalError> {
     snapshot.record_query(q.description);
     let mut scopes: Vec<String> = Vec::new();
     if q.kinds.contains(&Kind::Column) {
@@ -263,7 +281,6 @@ pub fn candidates(
         return Ok((Vec::new(), Vec::new()));
     }
     let scope = snapshot.scope_filter(&scopes);
-    let expansion = snapshot.expand_query(q.description);
     let lexical = || -> Result<Candidates, RetrievalError> {
         snapshot.count_query();
         let mut parts = parse_query(q.description);

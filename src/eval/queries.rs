@@ -321,25 +321,26 @@ impl Raw {
         description: &str,
     ) -> Result<Raw, ToolError> {
         let kinds = Kind::ALL;
+        let expansion = snapshot.expand_query(description);
         let query = retrieval::Query {
             description,
             domains: &snapshot.domains,
             kinds: &kinds,
             mode: retrieval::Mode::Hybrid,
         };
-        let (lexical, dense) =
-            retrieval::candidates(snapshot, embedder, params, &query).map_err(|e| {
-                ToolError::new(
-                    "RetrievalFailed",
-                    format!(
-                        "{e}; retry, and if it persists rebuild the snapshot with `govcat index`"
-                    ),
-                )
-            })?;
+        let (lexical, dense) = retrieval::candidates_with(
+            snapshot, embedder, params, &query, &expansion,
+        )
+        .map_err(|e| {
+            ToolError::new(
+                "RetrievalFailed",
+                format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"),
+            )
+        })?;
         Ok(Raw {
             lexical,
             dense,
-            asks_for_identifier: retrieval::asks_for_identifier(snapshot, description),
+            asks_for_identifier: retrieval::asks_for_identifier_with(description, &expansion),
         })
     }
 
