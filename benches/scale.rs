@@ -1116,10 +1116,10 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
             kinds: &kinds,
             mode: Mode::Hybrid,
         };
-        let hits = samples
+        let searched = samples
             .time(|| retrieval::search(&snapshot, &model, &params, &q))
             .with_context(|| format!("searching '{text}'"))?;
-        Ok(hits.len())
+        Ok(searched.hits.len())
     };
 
     // Warm-up on texts never measured (page cache, tantivy readers, allocator).

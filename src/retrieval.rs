@@ -167,8 +167,19 @@ pub enum RetrievalError {
     Index(#[from] crate::index::IndexError),
 }
 
+/// What one search ran and found: every fused hit in total order, the description's expansion
+/// ([`Snapshot::expand_query`]) both sides searched with, and whether the description asks for
+/// an identifier (the key-column rule). The request echo reads the latter two from here, so it
+/// says what ran without computing it again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Searched {
+    pub hits: Vec<Hit>,
+    pub expansion: Vec<String>,
+    pub asks_for_identifier: bool,
+}
+
 /// Runs one search: exactly one lexical and/or one dense query with the caller's unchanged
-/// description (plus its expansion). Returns every fused hit in total order.
+/// description (plus its expansion, computed once).
 ///
 /// The pipeline, each stage a function over plain data so that one can be swapped and
 /// measured alone (`govcat eval queries` fuses the same candidates per mode):
@@ -181,12 +192,15 @@ pub fn search(
     embedder: &dyn Embedder,
     params: &Params,
     q: &Query<'_>,
-) -> Result<Vec<Hit>, RetrievalError> {
-    // The expansion is computed once: both the lexical side and the key-column rule read it.
+) -> Result<Searched, RetrievalError> {
     let expansion = snapshot.expand_query(q.description);
-    let (lexical, dense) = candidates_with(snapshot, embedder, params, q, &expansion)?;
+    let (lexical, dense) = candidates(snapshot, embedder, params, q, &expansion)?;
     let asks = asks_for_identifier_with(q.description, &expansion);
-    Ok(ranked(snapshot, params, &lexical, &dense, asks))
+    Ok(Searched {
+        hits: ranked(snapshot, params, &lexical, &dense, asks),
+        expansion,
+        asks_for_identifier: asks,
+    })
 }
 
 /// Stages 2–4 of [`search`] over one query's candidates.
@@ -250,19 +264,9 @@ pub fn asks_for_identifier_with(description: &str, expansion: &[String]) -> bool
 pub type Candidates = Vec<(u32, f32)>;
 
 /// The raw candidates of each side: (ordinal, BM25 score) and (ordinal, cosine similarity),
-/// best first, within the query's scope.
+/// best first, within the query's scope. `expansion` is the description's
+/// [`Snapshot::expand_query`], searched alongside its words by both sides.
 pub fn candidates(
-    snapshot: &Snapshot,
-    embedder: &dyn Embedder,
-    params: &Params,
-    q: &Query<'_>,
-) -> Result<(Candidates, Candidates), RetrievalError> {
-    let expansion = snapshot.expand_query(q.description);
-    candidates_with(snapshot, embedder, params, q, &expansion)
-}
-
-/// [`candidates`] with the description's expansion ([`Snapshot::expand_query`]) at hand.
-pub fn candidates_with(
     snapshot: &Snapshot,
     embedder: &dyn Embedder,
     params: &Params,

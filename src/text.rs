@@ -86,6 +86,25 @@ pub fn split_run_together(word: &str, freq: impl Fn(&str) -> u64) -> Option<(Str
     best.map(|(_, cut)| (chars[..cut].iter().collect(), chars[cut..].iter().collect()))
 }
 
+/// Appends to `out` the two parts of each of `candidates` that [`split_run_together`] finds,
+/// each once and none that `written` (the text's own words) holds already.
+pub fn push_run_together_parts<'a>(
+    out: &mut Vec<String>,
+    candidates: impl IntoIterator<Item = &'a String>,
+    written: &[String],
+    freq: impl Fn(&str) -> u64,
+) {
+    for w in candidates {
+        if let Some((left, right)) = split_run_together(w, &freq) {
+            for part in [left, right] {
+                if !written.contains(&part) && !out.contains(&part) {
+                    out.push(part);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

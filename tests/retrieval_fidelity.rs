@@ -1275,6 +1275,7 @@ fn top_with(
     };
     retrieval::search(&snapshot, built.embedder.as_ref(), params, &q)
         .unwrap_or_else(|e| panic!("searching '{description}': {e}"))
+        .hits
         .iter()
         .take(n)
         .map(|h| {

@@ -328,15 +328,15 @@ impl Raw {
             kinds: &kinds,
             mode: retrieval::Mode::Hybrid,
         };
-        let (lexical, dense) = retrieval::candidates_with(
-            snapshot, embedder, params, &query, &expansion,
-        )
-        .map_err(|e| {
-            ToolError::new(
-                "RetrievalFailed",
-                format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"),
-            )
-        })?;
+        let (lexical, dense) =
+            retrieval::candidates(snapshot, embedder, params, &query, &expansion).map_err(|e| {
+                ToolError::new(
+                    "RetrievalFailed",
+                    format!(
+                        "{e}; retry, and if it persists rebuild the snapshot with `govcat index`"
+                    ),
+                )
+            })?;
         Ok(Raw {
             lexical,
             dense,

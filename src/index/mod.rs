@@ -167,17 +167,12 @@ impl Snapshot {
         // searched as written (`separate` is not `sepa` + `rate`).
         let splittable =
             |w: &&String| self.lexical.word_freq(w) == 0 || self.lexical.name_freq(w) > 0;
-        for w in written.iter().filter(splittable) {
-            if let Some((left, right)) =
-                crate::text::split_run_together(w, |p| self.lexical.word_freq(p))
-            {
-                for part in [left, right] {
-                    if !written.contains(&part) && !out.contains(&part) {
-                        out.push(part);
-                    }
-                }
-            }
-        }
+        crate::text::push_run_together_parts(
+            &mut out,
+            written.iter().filter(splittable),
+            &written,
+            |p| self.lexical.word_freq(p),
+        );
         out
     }
 
@@ -493,15 +488,12 @@ pub fn expand_documents(docs: &mut [Document], glossary: &glossary::Glossary) {
         let written = crate::text::words(&d.lexical_text);
         // Identifiers run words together; descriptions are prose, whose words are words
         // (`separate` is not `sepa` + `rate`).
-        for w in &crate::text::words(&d.name_text) {
-            if let Some((left, right)) = crate::text::split_run_together(w, freq) {
-                for part in [left, right] {
-                    if !written.contains(&part) && !expansion.contains(&part) {
-                        expansion.push(part);
-                    }
-                }
-            }
-        }
+        crate::text::push_run_together_parts(
+            &mut expansion,
+            &crate::text::words(&d.name_text),
+            &written,
+            freq,
+        );
         if d.kind == Kind::Column && !expansion.is_empty() {
             let english = expansion.join(" ");
             d.dense_text = format!("{} ({english})", d.dense_text);

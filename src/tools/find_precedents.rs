@@ -345,13 +345,14 @@ pub fn run_excluding(
             cursor.offset
         }
     };
-    let mut hits =
+    let searched =
         retrieval::search(&snapshot, embedder.as_ref(), &params, &query).map_err(|e| {
             ToolError::new(
                 "RetrievalFailed",
                 format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"),
             )
         })?;
+    let mut hits = searched.hits;
     hits.retain(|h| !exclude(snapshot.doc(h.ord)));
     let total = hits.len();
     let page: Vec<Entry> = hits
@@ -381,9 +382,8 @@ pub fn run_excluding(
         mode,
         snapshot_id: snapshot.manifest.id.clone(),
         min_similarity: (f64::from(params.min_similarity) * 1000.0).round() / 1000.0,
-        glossary_terms: snapshot.expand_query(&description),
-        key_column_weight: params
-            .key_weight_for(retrieval::asks_for_identifier(&snapshot, &description)),
+        glossary_terms: searched.expansion,
+        key_column_weight: params.key_weight_for(searched.asks_for_identifier),
     };
     let empty = page.is_empty();
     let hint = empty.then(|| {
