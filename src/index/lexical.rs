@@ -329,24 +329,34 @@ impl Lexical {
     }
 
     fn analyse(&self, text: &str) -> Vec<String> {
-        analyse_with(words_analyzer(), text)
+        stemmed(text)
     }
+}
+
+thread_local! {
+    /// One analyzer per thread: building one (its stop-word set) cost more than analysing a
+    /// word, and word splitting analyses every candidate part.
+    static ENGLISH: std::cell::RefCell<TextAnalyzer> = std::cell::RefCell::new(words_analyzer());
+    static GERMAN: std::cell::RefCell<TextAnalyzer> = std::cell::RefCell::new(german_analyzer());
 }
 
 /// The English-stemmed tokens of `text`, as the main field holds them (stop words dropped).
 pub fn stemmed(text: &str) -> Vec<String> {
-    analyse_with(words_analyzer(), text)
+    analyse_with(&ENGLISH, text)
 }
 
-fn analyse_with(mut analyzer: TextAnalyzer, text: &str) -> Vec<String> {
-    {
+fn analyse_with(
+    analyzer: &'static std::thread::LocalKey<std::cell::RefCell<TextAnalyzer>>,
+    text: &str,
+) -> Vec<String> {
+    analyzer.with_borrow_mut(|analyzer| {
         let mut stream = analyzer.token_stream(text);
         let mut out = Vec::new();
         while stream.advance() {
             out.push(stream.token().text.clone());
         }
         out
-    }
+    })
 }
 
 impl Lexical {
@@ -393,7 +403,7 @@ impl Lexical {
                             )),
                         ));
                     }
-                    for token in analyse_with(german_analyzer(), w) {
+                    for token in analyse_with(&GERMAN, w) {
                         should.push((
                             Occur::Should,
                             Box::new(BoostQuery::new(
