@@ -711,6 +711,18 @@ fn render(tool: &str, v: &Value) -> String {
                 s(&v["proposal"]["resolution"]),
                 v["proposal"]["tags"]
             );
+            if let Some(abstained) = v["proposal"]["abstained"].as_object() {
+                for (key, why) in abstained {
+                    out += &format!("  no proposal for {key}: {}\n", s(why));
+                }
+            }
+            if let Some(suggestions) = v["suggestions"].as_array() {
+                let words: Vec<&str> = suggestions.iter().filter_map(|w| w.as_str()).collect();
+                out += &format!("suggestions (not searched): {}\n", words.join(", "));
+            }
+            if let Some(hint) = v["hint"].as_str() {
+                out += &format!("hint: {hint}\n");
+            }
             out += &format!("decision: {}\n", s(&v["decision"]));
         }
         _ => out += &format!("{v:#}\n"),

@@ -881,6 +881,46 @@ fn suggest_tags_is_private_and_no_longer_lived_than_its_precedents() {
     assert_eq!(result["ttlMs"], 30_000);
 }
 
+/// Abstaining says why, per key (issue 15: "abstain, with the reason, only when no precedent is
+/// a real match"); a description with precedents abstains on no key and carries no hint.
+#[test]
+fn suggest_tags_abstains_with_the_reason_only_when_nothing_matched() {
+    let ctx = common::hashed().context();
+    let ontology = common::ontology();
+    let none = call_ok(
+        &ctx,
+        &local(),
+        "suggest_tags",
+        json!({"description": "zzqx plughwort"}),
+    );
+    assert_eq!(none["precedents"], json!([]));
+    assert_eq!(none["proposal"]["tags"], json!({}));
+    let reason = "no catalog column matches this description, so there is no precedent (see hint)";
+    let every_key: serde_json::Map<String, Value> = ontology
+        .key_names()
+        .into_iter()
+        .map(|k| (k, json!(reason)))
+        .collect();
+    assert_eq!(none["proposal"]["abstained"], Value::Object(every_key));
+    assert!(
+        str_field(&none, "hint").contains("zzqx plughwort"),
+        "{}",
+        none["hint"]
+    );
+    assert_eq!(none["suggestions"][0], "zzqx");
+
+    let found = call_ok(
+        &ctx,
+        &local(),
+        "suggest_tags",
+        json!({"description": "IBAN of the customer"}),
+    );
+    assert_eq!(found["proposal"]["resolution"], "complete");
+    assert_eq!(found["proposal"]["abstained"], json!({}));
+    assert_eq!(found.get("hint"), None);
+    assert_eq!(found.get("suggestions"), None);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Rule 5: recall canary, closed set, fixture provenance.
 // ---------------------------------------------------------------------------------------------

@@ -21,8 +21,8 @@ table, also reads that dataset live and counts its sibling columns' tags, and na
 new column there would inherit (table or database tag). Only ontology values appear. Shares \
 exclude withheld, not-collected and untagged columns and say how many were excluded. The proposal \
 (inherited value, else the value with the largest precedent_weight: each precedent weighs its \
-find_precedents score squared, so the best matches decide) is checked with resolve_lf_tag; you \
-decide — validate with get_dataset before tagging.";
+find_precedents score squared, so the best matches decide) is checked with resolve_lf_tag; a key without a \
+proposal says why in proposal.abstained. You decide — validate with get_dataset before tagging.";
 
 /// Precedent columns taken into account.
 pub const PRECEDENTS: usize = 10;
@@ -103,6 +103,9 @@ pub struct Proposal {
     /// `complete`, or `incomplete` with the keys still to decide.
     pub resolution: String,
     pub missing_keys: Vec<String>,
+    /// Per key without a proposal: why it abstains (no precedent matched the description, or
+    /// none of the matched precedents carries an ontology value for that key) and what to do.
+    pub abstained: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -111,6 +114,12 @@ pub struct Output {
     pub proposal: Proposal,
     /// The precedent column ids considered, best first.
     pub precedents: Vec<String>,
+    /// Only when no precedent matched: find_precedents' suggestions (derived from your words,
+    /// not searched) and hint (what was searched, what to try next).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestions: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
     pub target: Option<String>,
     pub decision: String,
     pub request: RequestEcho,
@@ -218,6 +227,7 @@ pub fn run_excluding(
     let mut keys = Vec::new();
     let mut proposal = BTreeMap::new();
     let mut basis = BTreeMap::new();
+    let mut abstained = BTreeMap::new();
     for spec in &ctx.ontology.keys {
         let key = spec.key.0.as_str();
         let mut precedents = Tally::default();
@@ -285,6 +295,11 @@ pub fn run_excluding(
         } else if let Some(top) = candidates.iter().find(|c| !c.precedents.columns.is_empty()) {
             proposal.insert(key.to_string(), top.value.clone());
             basis.insert(key.to_string(), "precedent_majority".to_string());
+        } else {
+            abstained.insert(
+                key.to_string(),
+                abstention(key, found.entries.len(), &precedents.excluded),
+            );
         }
         keys.push(KeySuggestion {
             key: key.to_string(),
@@ -312,14 +327,35 @@ pub fn run_excluding(
             basis,
             resolution,
             missing_keys,
+            abstained,
         },
         precedents: found.entries.iter().map(|e| e.id.clone()).collect(),
+        suggestions: found.suggestions,
+        hint: found.hint,
         target: target.map(|(d, t)| format!("{d}.{t}")),
         decision: "yours: these are counts of existing tags, not a classification; read the target live with get_dataset and validate your choice with resolve_lf_tag".into(),
         request: found.request,
         ttl_ms: found.ttl_ms.min(ctx.source_ttl_ms()),
         cache_scope: CacheScope::Private,
     })
+}
+
+/// Why `key` gets no proposal from `matched` precedents (with the exclusions counted for it),
+/// and what to do next.
+fn abstention(key: &str, matched: usize, excluded: &Excluded) -> String {
+    if matched == 0 {
+        return "no catalog column matches this description, so there is no precedent (see hint)"
+            .to_string();
+    }
+    format!(
+        "none of the {matched} matched precedents carries a {key} value of the ontology \
+         ({} withheld, {} not collected, {} untagged, {} outside the ontology); choose {key} \
+         yourself and check it with resolve_lf_tag",
+        excluded.withheld,
+        excluded.not_collected,
+        excluded.empty_in_source,
+        excluded.outside_ontology
+    )
 }
 
 #[cfg(test)]
@@ -363,5 +399,21 @@ mod tests {
         assert_eq!(tally.support("high").share, 0.4);
         assert_eq!(tally.weight_share("high"), 0.836);
         assert_eq!(tally.weight_share("internal"), 0.164);
+    }
+
+    #[test]
+    fn an_abstention_counts_what_the_matched_precedents_lacked() {
+        let excluded = Excluded {
+            withheld: 2,
+            not_collected: 1,
+            empty_in_source: 4,
+            outside_ontology: 0,
+        };
+        assert_eq!(
+            abstention("sensitivity", 7, &excluded),
+            "none of the 7 matched precedents carries a sensitivity value of the ontology (2 \
+             withheld, 1 not collected, 4 untagged, 0 outside the ontology); choose sensitivity \
+             yourself and check it with resolve_lf_tag"
+        );
     }
 }
