@@ -8,7 +8,9 @@
 //! - following `next_cursor` to the end yields disjoint pages whose concatenation equals the
 //!   same search paged at the largest limit, in the same order, and `total` counts them;
 //! - a cursor decodes to the value it encodes, and a mutated cursor is refused with
-//!   `InvalidCursor` — never a panic, never a shifted page.
+//!   `InvalidCursor` — never a panic, never a shifted page;
+//! - `suggest_tags` proposes or abstains (with a reason) on every ontology key, never both or
+//!   neither, and carries the search's hint exactly when no precedent matched.
 //!
 //! Run: `cargo test --test properties` (`PROPTEST_CASES=N` overrides every case count).
 
@@ -359,5 +361,41 @@ proptest! {
         let n = ids(&page).len();
         prop_assert_eq!(n, total.saturating_sub(offset).min(limit));
         prop_assert_eq!(page["next_cursor"].is_string(), offset.saturating_add(limit) < total);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// `suggest_tags` never drops a key silently: each ontology key is either proposed (from
+    /// an ontology value) or abstained with a reason, never both; the hint comes exactly when
+    /// no precedent matched.
+    #[test]
+    fn every_key_is_proposed_or_abstained_with_a_reason(
+        description in description(),
+        restricted in any::<bool>(),
+    ) {
+        // A blank description is an InvalidArguments error (tests/retrieval_fidelity.rs).
+        prop_assume!(!description.trim().is_empty());
+        let built = common::hashed();
+        let ctx = built.context();
+        let result = call_ok(&ctx, &caller(restricted), "suggest_tags", json!({"description": description}));
+        let proposed = result["proposal"]["tags"].as_object().cloned().unwrap_or_default();
+        let abstained = result["proposal"]["abstained"].as_object().cloned().unwrap_or_default();
+        for key in ctx.ontology.key_names() {
+            prop_assert!(
+                proposed.contains_key(&key) != abstained.contains_key(&key),
+                "{key}: proposed {:?}, abstained {:?}", proposed.get(&key), abstained.get(&key)
+            );
+            if let Some(value) = proposed.get(&key) {
+                prop_assert!(ctx.ontology.contains(&key, value.as_str().unwrap_or_default()));
+            }
+            if let Some(why) = abstained.get(&key) {
+                prop_assert!(!why.as_str().unwrap_or_default().is_empty());
+            }
+        }
+        prop_assert_eq!(proposed.len() + abstained.len(), ctx.ontology.key_names().len());
+        let matched = result["precedents"].as_array().is_some_and(|p| !p.is_empty());
+        prop_assert_eq!(result["hint"].is_string(), !matched);
     }
 }
