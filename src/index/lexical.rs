@@ -327,10 +327,6 @@ impl Lexical {
             .map_err(|e| tantivy_error("tantivy reader", e))?;
         Ok(Lexical { reader, f })
     }
-
-    fn analyse(&self, text: &str) -> Vec<String> {
-        stemmed(text)
-    }
 }
 
 thread_local! {
@@ -378,7 +374,7 @@ impl Lexical {
         for part in parts {
             match part {
                 QueryPart::Word(w) => {
-                    let tokens = self.analyse(w);
+                    let tokens = stemmed(w);
                     for token in &tokens {
                         should.push((Occur::Should, self.word_query(self.f.text, token)));
                         should.push((
@@ -414,7 +410,7 @@ impl Lexical {
                     }
                 }
                 QueryPart::Expansion(w) => {
-                    for token in self.analyse(w) {
+                    for token in stemmed(w) {
                         for field in [self.f.text, self.f.name, self.f.gloss] {
                             should.push((
                                 Occur::Should,
@@ -436,7 +432,7 @@ impl Lexical {
                     }
                 }
                 QueryPart::Phrase(words) => {
-                    let tokens = self.analyse(&words.join(" "));
+                    let tokens = stemmed(&words.join(" "));
                     match tokens.len() {
                         0 => {}
                         1 => should.push((Occur::Should, self.word_query(self.f.text, &tokens[0]))),
