@@ -24,7 +24,8 @@
 //! ([`add_prompt_cache_hints`]).
 //!
 //! `DELETE /mcp` ends a session: 204 when it was open, 404 when it was not ([`end_session`];
-//! rmcp alone answers 202 to both, which the official clients log as a failure).
+//! rmcp alone answers 202 to both, which the official clients log as a failure). Sessions are
+//! bounded in number, per principal and in idle time (`super::sessions`).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -47,7 +48,6 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, ServerResult, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, Service, ServiceExt};
@@ -55,6 +55,7 @@ use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::common::TOOL_LIST_TTL_MS;
+use super::sessions::Sessions;
 use super::{call_tool, AppState, ServerError};
 use crate::audit::{AuditError, AuditOutcome, Call, Transport, Who};
 use crate::catalog::{CatalogError, Domain};
@@ -177,7 +178,7 @@ pub fn service(state: Arc<AppState>, cancel: CancellationToken) -> Router {
         .with_allowed_origins(state.hosts.rmcp_origins())
         .enforce_origin_validation()
         .with_cancellation_token(cancel);
-    let sessions = Arc::new(LocalSessionManager::default());
+    let sessions = state.sessions.clone();
     let rmcp = StreamableHttpService::new(
         move || Ok(GovcatMcp::new(state.clone())),
         sessions.clone(),
@@ -186,11 +187,17 @@ pub fn service(state: Arc<AppState>, cancel: CancellationToken) -> Router {
     Router::new()
         .fallback_service(rmcp)
         .layer(middleware::from_fn(prompt_cache_hints))
-        .layer(middleware::from_fn_with_state(sessions, end_session))
+        .layer(middleware::from_fn_with_state(
+            sessions.clone(),
+            end_session,
+        ))
+        .layer(middleware::from_fn_with_state(
+            sessions,
+            super::sessions::admit_sessions,
+        ))
 }
 
-/// The session id header of Streamable HTTP.
-pub const SESSION_HEADER: &str = "mcp-session-id";
+pub use super::sessions::SESSION_HEADER;
 /// The error kind of a `DELETE /mcp` for a session that is not open.
 pub const SESSION_NOT_FOUND: &str = "SessionNotFound";
 
@@ -198,7 +205,7 @@ pub const SESSION_NOT_FOUND: &str = "SessionNotFound";
 /// it and answers 202), 404 when it was not. rmcp still sees every request first, so its Host,
 /// Origin and protocol-version checks answer before this mapping does.
 pub async fn end_session(
-    State(sessions): State<Arc<LocalSessionManager>>,
+    State(sessions): State<Arc<Sessions>>,
     request: Request,
     next: Next,
 ) -> Response {

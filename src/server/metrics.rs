@@ -96,6 +96,19 @@ pub struct Gauges {
     pub audit: Option<AuditGauge>,
     /// Requests in flight and refusals of `--max-concurrent-requests`.
     pub in_flight: Option<InFlightGauge>,
+    /// MCP sessions: live, caps, evictions by reason and refusals.
+    pub sessions: Option<SessionGauge>,
+}
+
+/// MCP sessions open now, their caps, sessions the server closed (by reason) and `initialize`
+/// requests refused at a cap, since start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionGauge {
+    pub live: usize,
+    pub max: usize,
+    pub max_per_principal: usize,
+    pub evicted: Vec<(&'static str, u64)>,
+    pub refused: u64,
 }
 
 /// Requests holding a slot of `--max-concurrent-requests`, the bound, and 429s since start.
@@ -235,6 +248,32 @@ impl Metrics {
             out += "# TYPE govcat_http_refused_total counter\n";
             let _ = writeln!(out, "govcat_http_refused_total {}", f.refused);
         }
+        if let Some(s) = &gauges.sessions {
+            out += "# HELP govcat_mcp_sessions MCP sessions open now.\n";
+            out += "# TYPE govcat_mcp_sessions gauge\n";
+            let _ = writeln!(out, "govcat_mcp_sessions {}", s.live);
+            out += "# HELP govcat_mcp_sessions_max The cap on MCP sessions (--max-sessions).\n";
+            out += "# TYPE govcat_mcp_sessions_max gauge\n";
+            let _ = writeln!(out, "govcat_mcp_sessions_max {}", s.max);
+            out += "# HELP govcat_mcp_sessions_per_principal_max The cap on one principal's MCP sessions (--max-sessions-per-principal).\n";
+            out += "# TYPE govcat_mcp_sessions_per_principal_max gauge\n";
+            let _ = writeln!(
+                out,
+                "govcat_mcp_sessions_per_principal_max {}",
+                s.max_per_principal
+            );
+            out += "# HELP govcat_mcp_sessions_evicted_total MCP sessions the server closed, by reason (idle_timeout, principal_cap, total_cap).\n";
+            out += "# TYPE govcat_mcp_sessions_evicted_total counter\n";
+            for (reason, n) in &s.evicted {
+                let _ = writeln!(
+                    out,
+                    "govcat_mcp_sessions_evicted_total{{reason=\"{reason}\"}} {n}"
+                );
+            }
+            out += "# HELP govcat_mcp_sessions_refused_total MCP initialize requests refused with 503 because every session within a cap was busy.\n";
+            out += "# TYPE govcat_mcp_sessions_refused_total counter\n";
+            let _ = writeln!(out, "govcat_mcp_sessions_refused_total {}", s.refused);
+        }
         if let Some(snap) = &gauges.snapshot {
             out += "# HELP govcat_snapshot_loaded 1 when a snapshot is served, else 0.\n";
             out += "# TYPE govcat_snapshot_loaded gauge\n";
@@ -358,7 +397,28 @@ mod tests {
                 max: 64,
                 refused: 5,
             }),
+            sessions: Some(SessionGauge {
+                live: 12,
+                max: 2048,
+                max_per_principal: 64,
+                evicted: vec![("idle_timeout", 4), ("principal_cap", 9), ("total_cap", 0)],
+                refused: 1,
+            }),
         });
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("govcat_mcp_sessions"))
+                .collect::<Vec<_>>(),
+            vec![
+                "govcat_mcp_sessions 12",
+                "govcat_mcp_sessions_max 2048",
+                "govcat_mcp_sessions_per_principal_max 64",
+                "govcat_mcp_sessions_evicted_total{reason=\"idle_timeout\"} 4",
+                "govcat_mcp_sessions_evicted_total{reason=\"principal_cap\"} 9",
+                "govcat_mcp_sessions_evicted_total{reason=\"total_cap\"} 0",
+                "govcat_mcp_sessions_refused_total 1",
+            ]
+        );
         let calls: Vec<&str> = text
             .lines()
             .filter(|l| l.starts_with("govcat_tool_calls_total{"))

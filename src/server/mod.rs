@@ -19,6 +19,8 @@
 //! - [`common`]: what the HTTP transports share — the HTTP status of an error kind, the error
 //!   response with its challenge, the body-size refusal, the tool list's `ttlMs`.
 //! - [`metrics`]: the Prometheus counters and gauges and their text rendering.
+//! - [`sessions`]: MCP sessions with caps (total, per principal, idle time) in front of rmcp's
+//!   session manager; who is evicted at a cap and what a refused `initialize` is answered.
 //! - [`mcp`]: the MCP adapter (rmcp) over Streamable HTTP and stdio, and the [`mcp::AuditSlot`]
 //!   its handler fills for the gate.
 //! - [`guard`]: what stands between a request and a handler — token, bound on requests in
@@ -31,6 +33,7 @@ pub mod guard;
 pub mod mcp;
 pub mod metrics;
 pub mod rest;
+pub mod sessions;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -49,7 +52,9 @@ use crate::auth::{self, AuthConfig, Authenticator, JwksSource, Principal};
 use crate::embed::Embedder;
 use crate::index::{self, SnapshotHandle};
 use crate::tools::{self, Caller, Context, Outcome, ToolError};
-use metrics::{AuditGauge, CallOutcome, Gauges, InFlightGauge, Metrics, SnapshotGauge};
+use metrics::{
+    AuditGauge, CallOutcome, Gauges, InFlightGauge, Metrics, SessionGauge, SnapshotGauge,
+};
 
 /// Environment variable holding the stdio caller's scopes.
 pub const SCOPES_ENV: &str = "GOVCAT_SCOPES";
@@ -117,6 +122,34 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONCURRENT_REQUESTS,
           value_parser = parse_max_concurrent)]
     pub max_concurrent_requests: usize,
+    /// MCP sessions (protocol 2025-11-25 and older) open at once. At the cap a new
+    /// `initialize` first closes the least-recently-used idle session of anyone (its client
+    /// gets 404 and re-initializes); when every session is busy it is refused with 503 and
+    /// Retry-After. The default fits 256 MiB of session state (docs/SCALING.md).
+    #[arg(long, value_name = "N", default_value_t = sessions::DEFAULT_MAX_SESSIONS,
+          value_parser = parse_session_cap)]
+    pub max_sessions: usize,
+    /// MCP sessions one principal holds at once: a token's subject under --auth jwt, the
+    /// peer's IP address under --auth none. At the cap its own least-recently-used idle
+    /// session is closed first; another principal's never is.
+    #[arg(long, value_name = "N", default_value_t = sessions::DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+          value_parser = parse_session_cap)]
+    pub max_sessions_per_principal: usize,
+    /// Close an MCP session after this long with no request or stream of it open (e.g. 90s,
+    /// 5m); its client gets 404 on its next request and re-initializes.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub session_idle_timeout: Duration,
+}
+
+/// Parses `--max-sessions` and `--max-sessions-per-principal`: a whole number of at least 1.
+fn parse_session_cap(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "'{s}' is not a number of sessions; give a whole number of at least 1, e.g. {}",
+            sessions::DEFAULT_MAX_SESSIONS_PER_PRINCIPAL
+        )),
+    }
 }
 
 /// Parses `90s`, `15m`, `1h` (a number and a unit).
@@ -222,6 +255,9 @@ pub struct AppState {
     pub audit: AuditSink,
     /// The bound on requests in flight (`--max-concurrent-requests`).
     pub in_flight: guard::InFlight,
+    /// MCP sessions and their caps (`--max-sessions`, `--max-sessions-per-principal`,
+    /// `--session-idle-timeout`).
+    pub sessions: Arc<sessions::Sessions>,
 }
 
 impl AppState {
@@ -242,7 +278,14 @@ impl AppState {
             resource_metadata: None,
             audit,
             in_flight: guard::InFlight::new(crate::limits::DEFAULT_MAX_CONCURRENT_REQUESTS),
+            sessions: Arc::new(sessions::Sessions::new(sessions::SessionLimits::default())),
         }
+    }
+
+    /// Bounds MCP sessions by `limits` (see [`sessions`]).
+    pub fn with_session_limits(mut self, limits: sessions::SessionLimits) -> AppState {
+        self.sessions = Arc::new(sessions::Sessions::new(limits));
+        self
     }
 
     /// Answers at most `max` requests to `/mcp` and `/v1/*` at once (see [`guard::InFlight`]).
@@ -403,6 +446,16 @@ pub fn gauges(state: &AppState) -> Gauges {
             max: state.in_flight.max(),
             refused: state.in_flight.refused(),
         }),
+        sessions: Some(SessionGauge {
+            live: state.sessions.live(),
+            max: state.sessions.limits().max_sessions,
+            max_per_principal: state.sessions.limits().max_per_principal,
+            evicted: sessions::Eviction::ALL
+                .iter()
+                .map(|r| (r.as_str(), state.sessions.evicted(*r)))
+                .collect(),
+            refused: state.sessions.refused(),
+        }),
     }
 }
 
@@ -450,6 +503,7 @@ pub fn readiness(state: &AppState) -> (bool, Value) {
             "ontology_drift": ctx.ontology_drift,
             "refresh_every_seconds": ctx.snapshot_refresh_every.map(|d| d.as_secs()),
             "snapshot": snapshot,
+            "mcp_sessions": state.sessions.readiness(),
             "uptime_seconds": state.started.elapsed().as_secs(),
         }),
     )
@@ -909,7 +963,12 @@ pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
     app.ctx.ontology_drift = ontology_drift(&app.ctx);
     // Under --auth jwt every request carries its own caller; the fallback is never used.
     let mut state = AppState::new(app.ctx, Caller::local(), hosts, audit)
-        .with_max_concurrent_requests(args.max_concurrent_requests);
+        .with_max_concurrent_requests(args.max_concurrent_requests)
+        .with_session_limits(sessions::SessionLimits {
+            max_sessions: args.max_sessions,
+            max_per_principal: args.max_sessions_per_principal.min(args.max_sessions),
+            idle_timeout: args.session_idle_timeout,
+        });
     state.retrieval_unavailable = unavailable;
     if let Some(every) = args.refresh {
         if let Err(e) = start_refresh(options, &state, every) {
@@ -966,7 +1025,9 @@ pub async fn serve(
         .local_addr()
         .map_err(|e| ServerError::runtime("the listener", e, "restart govcat serve"))?;
     let cancel = CancellationToken::new();
-    let app = rest::app(state, cancel.clone());
+    state.sessions.start_reaper(cancel.clone());
+    let app = rest::app(state, cancel.clone())
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
     println!(
         "govcat: serving MCP at http://{local}/mcp (REST /v1/tools, /healthz, /readyz, /metrics)"
     );

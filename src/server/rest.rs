@@ -57,6 +57,10 @@ pub fn app(state: Arc<AppState>, cancel: CancellationToken) -> Router {
         .layer(middleware::from_fn_with_state(
             state.clone(),
             guard::mcp_gate,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.sessions.clone(),
+            super::sessions::mark_busy,
         ));
     Router::new()
         .merge(mcp)
