@@ -602,3 +602,68 @@ fn the_modes_default_shown_comma_separated_is_every_mode() {
         other => panic!("parsed as {other:?}"),
     }
 }
+
+#[test]
+fn a_missing_catalog_folder_and_a_current_naming_a_missing_snapshot_say_so() {
+    let c = Checkout::new();
+    let out = c.run(&["--catalog", "no/such/catalog", "--json", "list-domains"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        json_of(&out),
+        json!({
+            "error": "SourceUnavailable",
+            "message": "catalog directory no/such/catalog: does not exist; pass --catalog with an existing directory in the format of docs/catalog-format.md (default fixtures/catalog)",
+        })
+    );
+
+    std::fs::create_dir_all(c.path("idx/snapshots")).expect("mkdir");
+    std::fs::write(c.path("idx/CURRENT"), "20261201T000000Z-deadbeef\n").expect("CURRENT");
+    let out = c.run(&["--index", "idx", "--json", "search", "IBAN"]);
+    if !model_available("wrong_turns::missing_snapshot") {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        json_of(&out),
+        json!({
+            "error": "SnapshotCorrupt",
+            "message": "snapshot file idx/CURRENT is corrupt (it names snapshot 20261201T000000Z-deadbeef, which is not in idx/snapshots); run `govcat index --index idx` to rebuild the snapshot",
+        })
+    );
+}
+
+#[test]
+fn get_dataset_keeps_its_columns_aligned_past_a_long_type_and_json_keeps_it_whole() {
+    let c = Checkout::new();
+    let text =
+        String::from_utf8(c.ok(&["get-dataset", "policy", "customer"]).stdout).expect("utf-8");
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("COLUMN"))
+        .take_while(|l| !l.is_empty() && !l.starts_with('('))
+        .collect();
+    let width = rows[0].chars().count();
+    assert!(rows.len() > 5, "{text}");
+    for row in &rows {
+        assert_eq!(row.chars().count(), width, "{row:?}");
+    }
+    let long = rows
+        .iter()
+        .find(|r| r.starts_with("postal_address "))
+        .expect("postal_address row");
+    assert_eq!(long.chars().nth(24 + 18), Some('…'), "{long:?}");
+    assert!(
+        text.ends_with("(… shortened to keep the columns aligned; --json has every field whole)\n")
+    );
+    let whole = json_of(&c.ok(&["--json", "get-dataset", "policy", "customer"]));
+    let column = whole["columns"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .find(|col| col["name"] == "postal_address")
+        .expect("postal_address");
+    assert!(
+        column["type"].as_str().expect("type").chars().count() > 18,
+        "{column}"
+    );
+}

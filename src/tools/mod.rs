@@ -181,10 +181,11 @@ pub const LIMIT_EXCEEDED: &str = "LimitExceeded";
 pub struct ToolError {
     pub kind: String,
     pub message: String,
-    pub details: Map<String, Value>,
+    /// Boxed, so that a `Result<_, ToolError>` stays small with [`ToolError::next`] beside it.
+    pub details: Box<Map<String, Value>>,
     /// The next step, not yet in `message`: [`ToolError::advised`] words it for the surface
     /// the error reaches and appends it.
-    pub next: Option<Step>,
+    pub next: Option<Box<Step>>,
 }
 
 impl ToolError {
@@ -192,14 +193,14 @@ impl ToolError {
         ToolError {
             kind: kind.to_string(),
             message: message.into(),
-            details: Map::new(),
+            details: Box::default(),
             next: None,
         }
     }
 
     /// Sets the next step (worded later, for the surface the error reaches).
     pub fn next(mut self, step: Step) -> ToolError {
-        self.next = Some(step);
+        self.next = Some(Box::new(step));
         self
     }
 
@@ -250,7 +251,7 @@ impl ToolError {
         let mut m = Map::new();
         m.insert("error".into(), Value::String(self.kind.clone()));
         m.insert("message".into(), Value::String(self.message.clone()));
-        for (k, v) in &self.details {
+        for (k, v) in self.details.iter() {
             m.insert(k.clone(), v.clone());
         }
         Value::Object(m)
