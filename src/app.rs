@@ -5,7 +5,7 @@
 //!
 //! Exit status of a failure: 1 (under `--json` the error object is on stdout).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -13,13 +13,17 @@ use serde_json::Value;
 
 use crate::catalog::aws::AwsSource;
 use crate::catalog::dir::{DirSource, DEFAULT_CATALOG_DIR};
-use crate::catalog::CatalogSource;
+use crate::catalog::{CatalogSource, SourceIdentity};
 use crate::embed::{Embedder, MiniLm};
+use crate::index::{Manifest, Snapshot};
 use crate::ontology::{Ontology, DEFAULT_ONTOLOGY_PATH};
+use crate::tools::advice::{shell_quote, Step, Surface};
 use crate::tools::{Context, ToolError};
 
-/// The options every command takes (global on the command line).
+/// The options every command takes (global on the command line; listed under their own
+/// heading in every `--help`, apart from the command's own).
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Options {
     /// Catalog directory in the `dir` format (docs/catalog-format.md).
     #[arg(long, global = true, env = "GOVCAT_CATALOG", default_value = DEFAULT_CATALOG_DIR)]
@@ -73,11 +77,194 @@ pub fn open_aws(options: &Options, ontology: &Ontology) -> Result<AwsSource, Too
     Ok(AwsSource::open(path, ontology.clone())?)
 }
 
-/// Loads the ontology and opens the source: what every catalog-reading command needs.
+/// Loads the ontology and opens the source: what every catalog-reading command needs. Its
+/// messages are worded for the command line, with the flags in effect.
 pub fn context(options: &Options) -> Result<Context, ToolError> {
     let ontology = Ontology::load(&options.ontology)?;
     let source = open_source(options, &ontology)?;
-    Ok(Context::new(ontology, source))
+    let mut ctx = Context::new(ontology, source);
+    ctx.surface = cli_surface(options);
+    Ok(ctx)
+}
+
+/// Whether two paths name the same place (resolved when both exist, else compared as
+/// written, `./` and doubled separators aside).
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a.components().eq(b.components()),
+    }
+}
+
+/// Whether the catalog in effect is the default one (`--source dir` at the default folder).
+fn default_source(options: &Options) -> bool {
+    options.source == SourceKind::Dir && same_path(&options.catalog, Path::new(DEFAULT_CATALOG_DIR))
+}
+
+/// Whether the ontology in effect is the default file.
+fn default_ontology(options: &Options) -> bool {
+    same_path(&options.ontology, Path::new(DEFAULT_ONTOLOGY_PATH))
+}
+
+/// The global flags in effect that a command must repeat to act on the same catalog, ontology
+/// and snapshots (those not at their default), quoted for a shell: what every next step that
+/// names a command carries ([`crate::tools::advice::command`]).
+pub fn flags_in_effect(options: &Options) -> Vec<String> {
+    let mut flags = Vec::new();
+    let mut flag = |name: &str, value: &Path| {
+        flags.push(name.to_string());
+        flags.push(shell_quote(&value.display().to_string()));
+    };
+    if options.source == SourceKind::Dir && !default_source(options) {
+        flag("--catalog", &options.catalog);
+    }
+    if !default_ontology(options) {
+        flag("--ontology", &options.ontology);
+    }
+    if !same_path(&options.index, Path::new(crate::DEFAULT_INDEX_DIR)) {
+        flag("--index", &options.index);
+    }
+    if options.source == SourceKind::Aws {
+        flag("--source", Path::new("aws"));
+        if let Some(config) = &options.aws_config {
+            flag("--aws-config", config);
+        }
+    }
+    flags
+}
+
+/// The command line as a surface: next steps are `govcat` commands with [`flags_in_effect`].
+pub fn cli_surface(options: &Options) -> Surface {
+    Surface::Cli {
+        flags: flags_in_effect(options),
+    }
+}
+
+/// MCP and REST as a surface: next steps name tools; the operator's commands carry the flags
+/// the server runs with.
+pub fn tools_surface(options: &Options) -> Surface {
+    Surface::Tools {
+        flags: flags_in_effect(options),
+    }
+}
+
+/// The snapshot `--index` publishes, loaded and checked against the catalog and ontology in
+/// use ([`check_snapshot_source`]): what every snapshot-reading command, `serve` at start and
+/// each `--watch`/`--refresh` swap use.
+pub fn load_snapshot(
+    options: &Options,
+    embedder: &dyn Embedder,
+    ontology: &Ontology,
+    source: &dyn CatalogSource,
+) -> Result<Snapshot, ToolError> {
+    let snapshot = crate::index::load_current(&options.index, embedder)?;
+    check_snapshot_source(options, &snapshot.manifest, ontology, source)?;
+    Ok(snapshot)
+}
+
+/// `index/` as a message names it.
+fn index_dir_text(options: &Options) -> String {
+    let text = options.index.display().to_string();
+    if text.ends_with('/') {
+        text
+    } else {
+        format!("{text}/")
+    }
+}
+
+/// The catalog in use as a message names it: the folder as given (and "(the default)").
+fn source_text(options: &Options, identity: &SourceIdentity) -> String {
+    match identity {
+        SourceIdentity::Dir { .. } if default_source(options) => {
+            format!("{} (the default)", options.catalog.display())
+        }
+        SourceIdentity::Dir { .. } => options.catalog.display().to_string(),
+        SourceIdentity::Aws { .. } => identity.to_string(),
+    }
+}
+
+/// Refuses a snapshot built from another catalog or ontology than the ones in use
+/// (`SnapshotSourceMismatch`), naming both sides and the command that builds the right one.
+/// The same catalog with other contents is staleness (the freshness fields say so), not a
+/// mismatch.
+///
+/// A snapshot written before govcat recorded its source and ontology (no `source`,
+/// `ontology_checksum` in the manifest) is accepted for the default catalog and ontology —
+/// the only ones such a snapshot can be presumed to hold, and refusing would break every
+/// existing `index/` at upgrade — and refused where a catalog or ontology other than the
+/// default is in use, because there an unverifiable snapshot is as likely as not the demo
+/// catalog's, and answering from it would be silently wrong.
+pub fn check_snapshot_source(
+    options: &Options,
+    manifest: &Manifest,
+    ontology: &Ontology,
+    source: &dyn CatalogSource,
+) -> Result<(), ToolError> {
+    let using = source.identity();
+    let dir = index_dir_text(options);
+    let reads = source_text(options, &using);
+    let mismatch = |message: String, step: Step| {
+        ToolError::new("SnapshotSourceMismatch", message)
+            .with("snapshot", manifest.id.clone())
+            .with("snapshot_source", manifest.source.clone())
+            .with("source", using.clone())
+            .with(
+                "snapshot_ontology_checksum",
+                manifest.ontology_checksum.clone(),
+            )
+            .with("ontology_checksum", ontology.checksum())
+            .next(step)
+    };
+    match &manifest.source {
+        Some(built) if *built != using => {
+            let step = match built {
+                SourceIdentity::Dir { path } => Step::IndexOrPass {
+                    why: format!("to rebuild it for {reads}"),
+                    instead: vec!["--catalog".into(), shell_quote(path)],
+                },
+                SourceIdentity::Aws { .. } => Step::Index {
+                    why: format!("to rebuild it for {reads}"),
+                },
+            };
+            return Err(mismatch(
+                format!("{dir} holds a snapshot of {built}, but this command reads {reads}"),
+                step,
+            ));
+        }
+        None if !default_source(options) => {
+            return Err(mismatch(
+                format!("{dir} holds snapshot {}, written before govcat recorded which catalog a snapshot is of, so it cannot show it is of {reads}, which this command reads", manifest.id),
+                Step::Index {
+                    why: format!("to rebuild it for {reads}"),
+                },
+            ));
+        }
+        _ => {}
+    }
+    let checksum = ontology.checksum();
+    let short = |s: &str| s.chars().take(12).collect::<String>();
+    let using_ontology = format!(
+        "{} (version {}, sha256 {}…)",
+        options.ontology.display(),
+        ontology.version,
+        short(&checksum)
+    );
+    let why = format!("to rebuild it with {}", options.ontology.display());
+    match &manifest.ontology_checksum {
+        Some(built) if *built != checksum => Err(mismatch(
+            format!(
+                "{dir} holds a snapshot built with ontology version {} (sha256 {}…), but this command reads {using_ontology}",
+                manifest.ontology_version,
+                short(built)
+            ),
+            Step::Index { why },
+        )),
+        None if !default_ontology(options) => Err(mismatch(
+            format!("{dir} holds snapshot {}, written before govcat recorded which ontology a snapshot is built with, so it cannot show it was built with {using_ontology}, which this command reads", manifest.id),
+            Step::Index { why },
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Loads the embedding model (from `GOVCAT_MODEL_DIR` or `models/all-MiniLM-L6-v2`).
@@ -97,6 +284,7 @@ pub fn print_json(value: &Value) {
 /// Reports a failure: the error object on stdout under `--json`, else `govcat: <message>` on
 /// stderr.
 pub fn report_error(options: &Options, e: &ToolError) -> ExitCode {
+    let e = &e.clone().advised(&cli_surface(options));
     if options.json {
         print_json(&e.to_json());
     } else {

@@ -47,8 +47,9 @@ pub enum Command {
         /// Restrict to these domains (repeatable); default every domain.
         #[arg(long = "domain")]
         domains: Vec<String>,
-        /// Restrict to kinds (repeatable): column, ontology_value; default both.
-        #[arg(long = "kind", value_parser = ["column", "ontology_value"])]
+        /// Restrict to kinds (repeatable or comma-separated): column, ontology_value; default
+        /// both.
+        #[arg(long = "kind", visible_alias = "kinds", value_delimiter = ',', value_parser = ["column", "ontology_value"])]
         kinds: Vec<String>,
         /// Page size (1-50).
         #[arg(long, default_value_t = 10)]
@@ -56,15 +57,19 @@ pub enum Command {
         /// next_cursor of a previous page.
         #[arg(long)]
         cursor: Option<String>,
+        /// Which sides search: hybrid (words and meaning, fused), bm25 (words) or dense
+        /// (meaning).
         #[arg(long, value_enum, default_value_t = crate::retrieval::Mode::Hybrid)]
         mode: crate::retrieval::Mode,
     },
     /// Suggest tags from precedent, with evidence (suggest_tags).
     Suggest {
+        /// What the new column holds, e.g. "IBAN of the customer".
         query: String,
         /// Target dataset's domain (with --table): include its sibling columns, read live.
         #[arg(long)]
         domain: Option<String>,
+        /// Target dataset's table (with --domain), e.g. customer_360_global_extract.
         #[arg(long)]
         table: Option<String>,
     },
@@ -77,7 +82,12 @@ pub enum Command {
     /// List the domains with owner and dataset/column counts.
     ListDomains,
     /// Read one dataset live: metadata, contract, columns with four-state tags.
-    GetDataset { domain: String, table: String },
+    GetDataset {
+        /// The dataset's domain (`govcat list-domains` lists them), e.g. policy.
+        domain: String,
+        /// The table in that domain, e.g. customer.
+        table: String,
+    },
     /// Validate a tag set against the ontology: govcat resolve sensitivity=high residency=eu ...
     Resolve {
         /// KEY=VALUE pairs.
@@ -86,8 +96,11 @@ pub enum Command {
     },
     /// Evaluate a role's LF-tag grant expression against a dataset's columns.
     CheckGrant {
+        /// The role whose grant is evaluated, e.g. global-analytics-reader.
         role: String,
+        /// The dataset's domain, e.g. analytics.
         domain: String,
+        /// The table in that domain, e.g. customer_360_global_extract.
         table: String,
     },
     /// Measure retrieval and tag-suggestion quality on this catalog, next to a textbook
@@ -98,6 +111,9 @@ pub enum Command {
     },
 }
 
+/// `eval queries --modes` default: every mode, written as it is typed (comma-separated).
+pub const EVAL_MODES_DEFAULT: &str = "bm25,dense,hybrid,baseline";
+
 #[derive(Debug, Clone, Subcommand)]
 pub enum EvalCommand {
     /// Labelled queries (JSON lines: {"query", "relevant": {id: grade} | [id, ...]}, optional
@@ -107,7 +123,7 @@ pub enum EvalCommand {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Modes to measure, comma-separated.
-        #[arg(long, value_enum, value_delimiter = ',', default_values_t = crate::eval::queries::EvalMode::ALL)]
+        #[arg(long, value_enum, value_delimiter = ',', default_value = EVAL_MODES_DEFAULT)]
         modes: Vec<crate::eval::queries::EvalMode>,
         /// Which queries take part (by id: calibration = digits divisible by 3).
         #[arg(long, value_enum, default_value_t = crate::eval::Split::All)]
@@ -176,6 +192,85 @@ fn run_record(options: &Options, out: &std::path::Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => report_error(options, &e),
+    }
+}
+
+/// Exit status of an argument error (clap's convention, kept under `--json`).
+pub const USAGE_EXIT: u8 = 2;
+
+/// Parses the process arguments and runs the CLI. An argument error is clap's text on stderr,
+/// or under `--json` `{"error": "Usage", "message", "usage"}` on stdout; both exit 2.
+pub fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match Cli::try_parse_from(&args) {
+        Ok(cli) => run(cli),
+        Err(e) => usage_error(&e, wants_json(&args)),
+    }
+}
+
+/// Whether `--json` is among the arguments (before a `--`), for an error clap raised before
+/// the options were parsed.
+pub fn wants_json(args: &[std::ffi::OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|a| a.as_os_str() != "--")
+        .any(|a| a.as_os_str() == "--json")
+}
+
+/// The JSON form of an argument error: clap's message and tips as `message` (with the `--help`
+/// to read), the usage line as `usage`. `None` for `--help` and `--version`, which are not
+/// errors.
+pub fn usage_json(e: &clap::Error) -> Option<Value> {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        return None;
+    }
+    let text = e.render().to_string();
+    let mut problem = Vec::new();
+    let mut usage = String::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(u) = line.strip_prefix("Usage: ") {
+            usage = u.to_string();
+        } else if line.starts_with("For more information") {
+        } else {
+            problem.push(line.strip_prefix("error: ").unwrap_or(line).to_string());
+        }
+    }
+    let command: Vec<&str> = usage
+        .split_whitespace()
+        .take_while(|w| !w.starts_with('[') && !w.starts_with('<'))
+        .collect();
+    let command = if command.is_empty() {
+        "govcat".to_string()
+    } else {
+        command.join(" ")
+    };
+    Some(json!({
+        "error": "Usage",
+        "message": format!("{}; run `{command} --help` for the arguments", join_lines(&problem)),
+        "usage": usage,
+    }))
+}
+
+/// Lines of a message as one: `; ` between them, a space after a line ending in `:`.
+fn join_lines(lines: &[String]) -> String {
+    let mut out = String::new();
+    for line in lines {
+        if !out.is_empty() {
+            out += if out.ends_with(':') { " " } else { "; " };
+        }
+        out += line;
+    }
+    out
+}
+
+fn usage_error(e: &clap::Error, json: bool) -> ExitCode {
+    match usage_json(e) {
+        Some(v) if json => {
+            print_json(&v);
+            ExitCode::from(USAGE_EXIT)
+        }
+        _ => e.exit(),
     }
 }
 
@@ -306,17 +401,18 @@ fn run_tool<A: std::borrow::Borrow<Value>>(
     }
 }
 
-fn index_error(e: crate::index::IndexError) -> ToolError {
-    ToolError::new(e.kind(), e.to_string())
-}
-
-/// [`context`] plus the embedding model and the snapshot `--index` points at.
+/// [`context`] plus the embedding model and the snapshot `--index` points at, checked to be of
+/// the catalog and ontology in use.
 pub fn retrieval_context(options: &Options) -> Result<Context, ToolError> {
     let ctx = context(options)?;
     let embedder = load_embedder()?;
     let handle = crate::index::SnapshotHandle::new();
-    let snapshot =
-        crate::index::load_current(&options.index, embedder.as_ref()).map_err(index_error)?;
+    let snapshot = crate::app::load_snapshot(
+        options,
+        embedder.as_ref(),
+        &ctx.ontology,
+        ctx.source.as_ref(),
+    )?;
     handle.swap(snapshot);
     Ok(ctx.with_retrieval(embedder, handle))
 }
@@ -353,7 +449,7 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                     &bar,
                 )?;
                 let mut summary = format!(
-                    "{:<9} {:>7} {:>8} {:>8} {:>9} {:>7} {:>8} {:>10} {:>9}\n",
+                    "{:<9} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9}\n",
                     "MODE",
                     "QUERIES",
                     "RECALL@5",
@@ -364,20 +460,32 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                     "NDCG/BASE",
                     "MRR/BASE"
                 );
+                let base = r.modes.get("baseline").map(|b| b.metrics);
+                let mut marked = false;
                 for (mode, m) in &r.modes {
-                    let ratio = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.3}"));
-                    summary += &format!(
-                        "{:<9} {:>7} {:>8.3} {:>8.3} {:>9.3} {:>7.3} {:>8} {:>10} {:>9}\n",
+                    let ratio = |x: Option<f64>| x.map_or("-".to_string(), |x| below(x, Some(1.0)));
+                    let x = &m.metrics;
+                    let against = |f: fn(&queries::Metrics) -> f64| {
+                        let v = f(x);
+                        below(v, base.as_ref().filter(|_| mode != "baseline").map(f))
+                    };
+                    let row = format!(
+                        "{:<9} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9}\n",
                         mode,
-                        m.metrics.queries,
-                        m.metrics.recall_at_5,
-                        m.metrics.success_at_5,
-                        m.metrics.mrr,
-                        m.metrics.ndcg_at_10,
-                        m.metrics.out_of_vocabulary,
+                        x.queries,
+                        against(|m| m.recall_at_5),
+                        against(|m| m.success_at_5),
+                        against(|m| m.mrr),
+                        against(|m| m.ndcg_at_10),
+                        x.out_of_vocabulary,
                         ratio(m.ratio_to_baseline.and_then(|r| r.ndcg_at_10)),
                         ratio(m.ratio_to_baseline.and_then(|r| r.mrr)),
                     );
+                    marked |= row.contains('!');
+                    summary += &row;
+                }
+                if marked {
+                    summary += "! below the baseline of the same run\n";
                 }
                 summary += &format!("{:.1} s\n", r.wall_seconds);
                 if let Some(dir) = dir {
@@ -407,18 +515,25 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                     "MAJORITY",
                     "NAME-OVERLAP"
                 );
+                let mut marked = false;
                 for (key, k) in &r.keys {
+                    let best_baseline = k.baseline_majority.max(k.baseline_name_overlap);
+                    let accuracy = below(k.accuracy_at_1, Some(best_baseline));
+                    marked |= accuracy.ends_with('!');
                     summary += &format!(
-                        "{:<16} {:>7} {:>10.3} {:>8.3} {:>9} {:>9.3} {:>12.3}\n",
+                        "{:<16} {:>7} {:>10} {:>8.3} {:>9} {:>9.3} {:>12.3}\n",
                         key,
                         k.columns,
-                        k.accuracy_at_1,
+                        accuracy,
                         k.coverage,
                         k.accuracy_when_answered
                             .map_or("-".to_string(), |x| format!("{x:.3}")),
                         k.baseline_majority,
                         k.baseline_name_overlap
                     );
+                }
+                if marked {
+                    summary += "! accuracy@1 below a baseline (majority or name overlap)\n";
                 }
                 summary += &format!(
                     "{} precedent conflicts; {} columns in {:.1} s\n",
@@ -450,6 +565,14 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => report_error(options, &e),
+    }
+}
+
+/// A figure to 3 places, marked `!` when it is below `baseline`.
+fn below(value: f64, baseline: Option<f64>) -> String {
+    match baseline {
+        Some(b) if value < b => format!("{value:.3}!"),
+        _ => format!("{value:.3} "),
     }
 }
 
@@ -497,7 +620,7 @@ fn run_index(options: &Options) -> ExitCode {
             embedder.as_ref(),
             &Bar(bar),
         )
-        .map_err(index_error)
+        .map_err(ToolError::from)
     })();
     match result {
         Ok((m, embedded)) => {
@@ -531,6 +654,17 @@ fn run_index(options: &Options) -> ExitCode {
 
 fn s(v: &Value) -> &str {
     v.as_str().unwrap_or("-")
+}
+
+/// `text` in at most `width` characters: cut with `…` when longer (and whether it was cut).
+fn fit(text: &str, width: usize) -> (String, bool) {
+    if text.chars().count() <= width {
+        (text.to_string(), false)
+    } else {
+        let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+        cut.push('…');
+        (cut, true)
+    }
 }
 
 fn tag_text(tag: &Value) -> String {
@@ -589,12 +723,21 @@ fn render(tool: &str, v: &Value) -> String {
                 out += &format!(" {:<16}", k.to_uppercase());
             }
             out += "\n";
+            let mut shortened = false;
             for c in list("columns") {
-                out += &format!("{:<24} {:<18}", s(&c["name"]), s(&c["type"]));
+                let (name, cut_name) = fit(s(&c["name"]), 24);
+                let (data_type, cut_type) = fit(s(&c["type"]), 18);
+                shortened |= cut_name || cut_type;
+                out += &format!("{name:<24} {data_type:<18}");
                 for k in &keys {
-                    out += &format!(" {:<16}", tag_text(&c["lf_tags"][k]));
+                    let (tag, cut) = fit(&tag_text(&c["lf_tags"][k]), 16);
+                    shortened |= cut;
+                    out += &format!(" {tag:<16}");
                 }
                 out += "\n";
+            }
+            if shortened {
+                out += "(… shortened to keep the columns aligned; --json has every field whole)\n";
             }
         }
         "resolve_lf_tag" => {
@@ -681,6 +824,10 @@ fn render(tool: &str, v: &Value) -> String {
             }
         }
         "suggest_tags" => {
+            out += &format!(
+                "  {:<20} {:>6} {:>7} {:>10} {:>8}\n",
+                "VALUE", "WEIGHT", "SHARE", "PRECEDENTS", "SIBLINGS"
+            );
             for k in list("keys") {
                 out += &format!("{}:\n", s(&k["key"]));
                 if let Some(i) = k.get("inherited_in_target").filter(|i| !i.is_null()) {
@@ -690,22 +837,33 @@ fn render(tool: &str, v: &Value) -> String {
                         s(&i["assigned_at"])
                     );
                 }
+                let proposed = v["proposal"]["tags"][s(&k["key"])].as_str();
                 for c in k["candidates"].as_array().unwrap_or(&empty) {
+                    let mark = if proposed == c["value"].as_str() {
+                        "*"
+                    } else {
+                        " "
+                    };
+                    let siblings = c
+                        .get("siblings")
+                        .filter(|x| !x.is_null())
+                        .map_or("-".to_string(), |sib| {
+                            format!("{:.2}", sib["share"].as_f64().unwrap_or(0.0))
+                        });
                     out += &format!(
-                        "  {:<20} precedents {:>5.2} {:?}",
+                        "{mark} {:<20} {:>6.2} {:>7.2} {:>10} {:>8}\n",
                         s(&c["value"]),
+                        c["precedent_weight"].as_f64().unwrap_or(0.0),
                         c["precedents"]["share"].as_f64().unwrap_or(0.0),
                         c["precedents"]["columns"]
                             .as_array()
                             .map(|a| a.len())
-                            .unwrap_or(0)
+                            .unwrap_or(0),
+                        siblings
                     );
-                    if let Some(sib) = c.get("siblings").filter(|x| !x.is_null()) {
-                        out += &format!("  siblings {:>5.2}", sib["share"].as_f64().unwrap_or(0.0));
-                    }
-                    out += "\n";
                 }
             }
+            out += "* proposed. WEIGHT: the value's share of the precedents' match weight (what the proposal follows); SHARE: its share of the precedent columns; PRECEDENTS: how many carry it; SIBLINGS: its share of the target table's other columns\n";
             out += &format!(
                 "proposal ({}): {}\n",
                 s(&v["proposal"]["resolution"]),

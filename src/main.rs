@@ -1,5 +1,3 @@
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
-    govcat::cli::run(govcat::cli::Cli::parse())
+    govcat::cli::main()
 }

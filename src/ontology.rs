@@ -168,6 +168,26 @@ impl Ontology {
         Ok(ontology)
     }
 
+    /// sha256 of what a snapshot is built from: the vocabulary (as parsed, so formatting does
+    /// not count), the glossary and the abbreviation lexicon. Recorded in the manifest; the
+    /// same checksum is the same ontology wherever its file lies.
+    pub fn checksum(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        let mut part = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        part(&serde_json::to_vec(self).unwrap_or_default());
+        for text in [&self.glossary_text, &self.abbreviations_text] {
+            match text {
+                Some(t) => part(t.as_bytes()),
+                None => part(b"\0none"),
+            }
+        }
+        format!("{:x}", h.finalize())
+    }
+
     /// The query expansion of this ontology: its glossary and abbreviation lexicon.
     pub fn glossary(&self) -> Result<glossary::Glossary, String> {
         glossary::Glossary::from_texts(

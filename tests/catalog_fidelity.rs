@@ -1467,7 +1467,7 @@ fn a_dataset_not_in_the_catalog_is_an_error_listing_the_tables() {
         err(get_dataset(&catalog.context(), "policy", "custmer")),
         json!({
             "error": "DatasetNotFound",
-            "message": "dataset 'policy.custmer' is not in this catalog; run `govcat get-dataset` with one of the domain's tables: customer, quote",
+            "message": "dataset 'policy.custmer' is not in this catalog; the domain's tables: customer, quote; call the tool `get_dataset` with `domain` \"policy\" and `table` one of the domain's tables",
             "domain": "policy",
             "table": "custmer",
             "tables": ["customer", "quote"],

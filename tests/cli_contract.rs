@@ -319,7 +319,7 @@ fn get_dataset_unknown_table_exits_non_zero_listing_the_tables() {
         json!({
             "error": "DatasetNotFound",
             "message": format!(
-                "dataset 'policy.nope' is not in this catalog; run `govcat get-dataset` with one of the domain's tables: {}",
+                "dataset 'policy.nope' is not in this catalog; the domain's tables: {}; run `govcat get-dataset policy TABLE` with TABLE one of the domain's tables",
                 tables.join(", ")
             ),
             "domain": "policy",
@@ -339,7 +339,7 @@ fn get_dataset_unknown_domain_exits_non_zero_saying_how_to_list_domains() {
         json!({
             "error": "DomainNotFound",
             "message": format!(
-                "domain 'polcy' is not in this catalog; run `govcat list-domains` to see the domains ({domains} available)"
+                "domain 'polcy' is not in this catalog ({domains} available); run `govcat list-domains` to see the domains"
             ),
             "domain": "polcy",
         })

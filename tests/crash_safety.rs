@@ -128,12 +128,15 @@ fn kill_9_during_index_keeps_the_previous_snapshot_and_the_next_index_cleans_up(
     );
 }
 
-fn corrupt_error(file: &Path, problem: &str) -> Value {
+/// The error for a damaged `file` of the snapshots in `index`: its next step is the
+/// `govcat index` that rebuilds them, with that `--index`.
+fn corrupt_error(index: &Path, file: &Path, problem: &str) -> Value {
     json!({
         "error": "SnapshotCorrupt",
         "message": format!(
-            "snapshot file {} is corrupt ({problem}); run `govcat index` to rebuild the snapshot",
-            file.display()
+            "snapshot file {} is corrupt ({problem}); run `govcat index --index {}` to rebuild the snapshot",
+            file.display(),
+            index.display()
         ),
     })
 }
@@ -184,7 +187,7 @@ fn a_truncated_or_bit_flipped_snapshot_file_is_refused_naming_it_and_govcat_inde
         };
         assert_eq!(
             (code, error),
-            (Some(1), corrupt_error(&path, &problem)),
+            (Some(1), corrupt_error(&index, &path, &problem)),
             "{file}"
         );
     }
@@ -206,7 +209,7 @@ fn a_truncated_or_bit_flipped_snapshot_file_is_refused_naming_it_and_govcat_inde
             503,
             &json!(false),
             &Value::Null,
-            &corrupt_error(&documents, "sha256 differs from the manifest")["message"]
+            &corrupt_error(&index, &documents, "sha256 differs from the manifest")["message"]
         )
     );
 }
@@ -214,10 +217,12 @@ fn a_truncated_or_bit_flipped_snapshot_file_is_refused_naming_it_and_govcat_inde
 #[test]
 fn watch_keeps_serving_the_previous_snapshot_when_a_rebuild_fails() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some((index, previous)) = good_index(tmp.path()) else {
+    let Some((index, _)) = good_index(tmp.path()) else {
         return;
     };
     let (server, ontology) = common::watching_copies(tmp.path(), &index);
+    // The snapshot of the copies watching_copies published.
+    let previous = current(&index);
     let readyz = || {
         let resp = client::request(server.addr, "GET", "/readyz", &[], None).expect("readyz");
         (resp.status, resp.json()["snapshot"].clone())

@@ -134,17 +134,22 @@ const HYBRID_SIDES: &str = "whole stemmed words (with their glossary terms and p
 const BM25_SIDES: &str =
     "whole stemmed words (with their glossary terms and parts), word* prefixes and quoted phrases";
 
+/// The next step of an empty hybrid search over every kind and domain (nothing to widen but
+/// the words), as a tool caller reads it.
+const NEXT_NOTHING_NARROWED: &str =
+    "Next: try one of `suggestions` (derived from your words, not searched), or other or fewer words.";
+
 fn expected_hint(
     kinds: &str,
     domains: &[&str],
     snapshot: &str,
     description: &str,
     sides: &str,
+    next: &str,
 ) -> String {
     format!(
         "No {kinds} in domains [{}] of snapshot {snapshot} matched \"{description}\" by {sides} \
-         (semantic matches need similarity >= {}). Next: try one of `suggestions` (derived from \
-         your words, not searched), other or fewer words, mode hybrid, or kinds/domains you left out.",
+         (semantic matches need similarity >= {}). {next}",
         domains.join(", "),
         min_similarity_text()
     )
@@ -452,7 +457,8 @@ fn an_empty_result_says_none_and_carries_hint_suggestions_and_the_request_echo()
             &ALL_DOMAINS,
             &built.manifest.id,
             NONSENSE,
-            HYBRID_SIDES
+            HYBRID_SIDES,
+            NEXT_NOTHING_NARROWED
         ))
     );
     assert_eq!(
@@ -514,7 +520,10 @@ fn an_empty_result_echoes_what_actually_ran_and_differently_sent_runs_read_diffe
             &["hr", "policy"],
             &built.manifest.id,
             NONSENSE,
-            BM25_SIDES
+            BM25_SIDES,
+            "Next: try one of `suggestions` (derived from your words, not searched), other or \
+             fewer words, `mode` hybrid, `kinds` omitted (both kinds), or `domains` omitted \
+             (every domain you may read)."
         ))
     );
     let default_run = find(&ctx, &local(), json!({"description": NONSENSE}));
@@ -613,7 +622,7 @@ fn without_a_model_or_snapshot_the_search_is_an_error_without_hint_or_entries() 
     assert_eq!(e.kind, "NoSnapshot");
     assert_eq!(
         e.message,
-        "no snapshot is loaded; run `govcat index` and restart, or wait for the running rebuild"
+        "no snapshot is loaded; ask the operator to run `govcat index` and restart govcat, or wait for the running rebuild"
     );
     assert_eq!(e.to_json().get("hint"), None);
     assert_eq!(e.to_json().get("entries"), None);

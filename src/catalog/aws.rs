@@ -32,8 +32,8 @@ use serde_json::{json, Value};
 
 use super::boundary::{self, SchemaError};
 use super::{
-    Caller, CatalogError, CatalogSource, Dataset, Domain, DomainInfo, RoleGrants, SourceFreshness,
-    TableName,
+    AwsDomainIdentity, Caller, CatalogError, CatalogSource, Dataset, Domain, DomainInfo,
+    RoleGrants, SourceFreshness, SourceIdentity, TableName,
 };
 use crate::ontology::Ontology;
 pub use config::{AwsConfig, DomainConfig};
@@ -730,6 +730,23 @@ impl Inner {
 }
 
 impl CatalogSource for AwsSource {
+    fn identity(&self) -> SourceIdentity {
+        let c = &self.inner.config;
+        let mut domains: Vec<AwsDomainIdentity> = c
+            .domains
+            .iter()
+            .map(|d| AwsDomainIdentity {
+                name: d.name.clone(),
+                account_id: d.account_id.clone(),
+            })
+            .collect();
+        domains.sort_by(|a, b| a.name.cmp(&b.name));
+        SourceIdentity::Aws {
+            region: c.region.clone(),
+            domains,
+        }
+    }
+
     fn ontology_drift(&self, caller: &Caller) -> Option<Result<serde_json::Value, CatalogError>> {
         Some(
             AwsSource::ontology_drift(self, caller)

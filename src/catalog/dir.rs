@@ -10,12 +10,20 @@ use serde_json::Value;
 use super::boundary;
 use super::{
     Caller, CatalogError, CatalogSource, Dataset, Domain, DomainInfo, LevelTags, RoleGrants,
-    SourceFreshness, TableName,
+    SourceFreshness, SourceIdentity, TableName,
 };
 use crate::ontology::Ontology;
 
 /// Default location of the demo catalog, relative to the working directory.
 pub const DEFAULT_CATALOG_DIR: &str = "fixtures/catalog";
+
+/// A folder's canonical path as text (the path as given when it cannot be resolved).
+pub fn canonical_path(path: &Path) -> String {
+    std::fs::canonicalize(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
 
 pub struct DirSource {
     root: PathBuf,
@@ -25,6 +33,19 @@ pub struct DirSource {
 impl DirSource {
     /// Opens a catalog directory; fails if it does not look like one.
     pub fn open(root: &Path, ontology: Ontology) -> Result<DirSource, CatalogError> {
+        if !root.is_dir() {
+            return Err(CatalogError::Io {
+                thing: format!("catalog directory {}", root.display()),
+                problem: if root.exists() {
+                    "is not a directory".into()
+                } else {
+                    "does not exist".into()
+                },
+                next: format!(
+                    "pass --catalog with an existing directory in the format of docs/catalog-format.md (default {DEFAULT_CATALOG_DIR})"
+                ),
+            });
+        }
         let domains = root.join("domains");
         if !domains.is_dir() {
             return Err(CatalogError::Io {
@@ -144,6 +165,12 @@ fn subdirs(dir: &Path) -> Result<Vec<String>, CatalogError> {
 }
 
 impl CatalogSource for DirSource {
+    fn identity(&self) -> SourceIdentity {
+        SourceIdentity::Dir {
+            path: canonical_path(&self.root),
+        }
+    }
+
     fn freshness(&self) -> SourceFreshness {
         let provenance = read_json_opt(&self.root.join("provenance.json"))
             .ok()

@@ -412,12 +412,49 @@ pub struct SourceFreshness {
     pub refresh_every_secs: Option<u64>,
 }
 
+/// Which catalog a source is, as a snapshot records it (`manifest.json`, `source`): the same
+/// identity with other contents is the same catalog grown stale; another identity is another
+/// catalog, and a snapshot of it answers for the wrong one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum SourceIdentity {
+    /// A `dir` catalog: its folder's canonical path.
+    Dir { path: String },
+    /// An `aws` catalog: the region and every domain with its account id, sorted by name.
+    Aws {
+        region: String,
+        domains: Vec<AwsDomainIdentity>,
+    },
+}
+
+/// One domain of an `aws` source's identity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AwsDomainIdentity {
+    pub name: String,
+    pub account_id: String,
+}
+
+impl std::fmt::Display for SourceIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceIdentity::Dir { path } => write!(f, "{path}"),
+            SourceIdentity::Aws { region, domains } => {
+                let list: Vec<String> = domains
+                    .iter()
+                    .map(|d| format!("{}@{}", d.name, d.account_id))
+                    .collect();
+                write!(f, "aws {region} [{}]", list.join(", "))
+            }
+        }
+    }
+}
+
 /// A failure to read the catalog. Every message names the thing, the problem, the next step.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum CatalogError {
-    #[error("domain '{domain}' is not in this catalog; run `govcat list-domains` to see the domains ({available} available)")]
+    #[error("domain '{domain}' is not in this catalog ({available} available)")]
     DomainNotFound { domain: String, available: usize },
-    #[error("dataset '{domain}.{table}' is not in this catalog; run `govcat get-dataset` with one of the domain's tables: {}", tables.join(", "))]
+    #[error("dataset '{domain}.{table}' is not in this catalog; the domain's tables: {}", tables.join(", "))]
     DatasetNotFound {
         domain: String,
         table: String,
@@ -510,6 +547,8 @@ pub struct Unreadable {
 /// the trait has no method that writes.
 pub trait CatalogSource: Send + Sync {
     fn freshness(&self) -> SourceFreshness;
+    /// Which catalog this is (recorded in snapshots, compared before one is used).
+    fn identity(&self) -> SourceIdentity;
     /// All domains, ordered by name.
     fn list_domains(&self, caller: &Caller) -> Result<Vec<DomainInfo>, CatalogError>;
     /// The table names of one domain, ordered.

@@ -330,11 +330,10 @@ impl Raw {
         };
         let (lexical, dense) =
             retrieval::candidates(snapshot, embedder, params, &query, &expansion).map_err(|e| {
-                ToolError::new(
-                    "RetrievalFailed",
-                    format!(
-                        "{e}; retry, and if it persists rebuild the snapshot with `govcat index`"
-                    ),
+                ToolError::new("RetrievalFailed", format!("{e}; retry")).next(
+                    crate::tools::Step::Index {
+                        why: "to rebuild the snapshot if the error persists".into(),
+                    },
                 )
             })?;
         Ok(Raw {
@@ -494,13 +493,16 @@ fn check_ids(snapshot: &Snapshot, queries: &[Labelled]) -> Result<(), ToolError>
     Err(ToolError::new(
         "UnknownRelevantId",
         format!(
-            "{} relevant id(s) are not entries of snapshot {} (first: {}); ids are column:<domain>.<table>.<column> or ontology:<key>=<value> as find_precedents returns them. Check that --catalog/--index point at the catalog the labels were written for (rebuild with `govcat index`), or fix the labels",
+            "{} relevant id(s) are not entries of snapshot {} (first: {}); ids are column:<domain>.<table>.<column> or ontology:<key>=<value> as find_precedents returns them. Check that --catalog names the catalog the labels were written for, or fix the labels",
             unknown.len(),
             snapshot.manifest.id,
             unknown.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
         ),
     )
-    .with("unknown", unknown))
+    .with("unknown", unknown)
+    .next(crate::tools::Step::Index {
+        why: "to rebuild the snapshot if the catalog changed since it was built".into(),
+    }))
 }
 
 /// Runs the evaluation.

@@ -28,7 +28,7 @@ fn page(title: &str, body: &str) -> String {
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\
 <style>body{{font-family:sans-serif;max-width:1260px;margin:2em auto;color:#222}}\
 table{{border-collapse:collapse;margin:1em 0;font-size:88%}}td,th{{padding:3px 9px;border-bottom:1px solid #ddd;text-align:right;vertical-align:top}}\
-td.l,th.l{{text-align:left}}caption{{text-align:left;font-weight:bold;padding:4px 0}}.bad{{color:#b00}}code{{font-size:90%}}</style>\
+td.l,th.l{{text-align:left}}caption{{text-align:left;font-weight:bold;padding:4px 0}}.bad{{color:#b00}}code{{font-size:90%}}.scroll{{overflow-x:auto;max-width:100%}}</style>\
 </head><body><h1>{t}</h1>{body}</body></html>\n",
         t = esc(title)
     )
@@ -189,7 +189,7 @@ pub fn queries_html(r: &QueriesReport) -> String {
             }
             b += "</tr>";
         }
-        b += "</table>";
+        b += "</table></div>";
     }
     b += "<h2>Charts</h2><p>Blue: the mode; grey: the baseline of the same run.</p>";
     let base = r.modes.get("baseline");
@@ -278,7 +278,7 @@ pub fn tags_html(r: &TagsReport) -> String {
         predicted.dedup();
         let _ = write!(
             b,
-            "<table class=\"confusion\"><caption>{} (rows: real value, columns: proposed)</caption><tr><th class=\"l\"></th>",
+            "<div class=\"scroll\"><table class=\"confusion\"><caption>{} (rows: real value, columns: proposed)</caption><tr><th class=\"l\"></th>",
             esc(key)
         );
         for p in &predicted {

@@ -174,12 +174,15 @@ pub fn run(
         return Err(ToolError::new(
             "NothingToEvaluate",
             format!(
-                "no column of snapshot {} carries a present tag of ontology {} (keys {}), so no suggestion can be checked; tag some columns, check --ontology matches the catalog, or rebuild with `govcat index`",
+                "no column of snapshot {} carries a present tag of ontology {} (keys {}), so no suggestion can be checked; tag some columns, or check --ontology matches the catalog",
                 snapshot.manifest.id,
                 ctx.ontology.version,
                 keys.join(", ")
             ),
-        ));
+        )
+        .next(crate::tools::Step::Index {
+            why: "to rebuild the snapshot if the catalog changed since it was built".into(),
+        }));
     }
     let names: Vec<BTreeSet<String>> = columns.iter().map(|d| name_words(d)).collect();
     let caller = Caller::local();

@@ -24,7 +24,7 @@ use arc_swap::ArcSwapOption;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::catalog::{read_domain, Caller, CatalogSource, SourceFreshness};
+use crate::catalog::{read_domain, Caller, CatalogSource, SourceFreshness, SourceIdentity};
 use crate::embed::{sha256_file, EmbedError, Embedder};
 use crate::ontology::{glossary, Ontology};
 use crate::timestamp::format_rfc3339;
@@ -43,13 +43,11 @@ const KEEP_PREVIOUS: usize = 2;
 /// A snapshot problem, with what to run next.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
-    #[error("no snapshot in {dir}: run `govcat index --index {dir}` to build one")]
+    #[error("no snapshot in {dir}")]
     NoSnapshot { dir: String },
-    #[error(
-        "snapshot file {file} is corrupt ({problem}); run `govcat index` to rebuild the snapshot"
-    )]
+    #[error("snapshot file {file} is corrupt ({problem})")]
     Corrupt { file: String, problem: String },
-    #[error("snapshot {id} was built with embedding model {built} but this server runs {running}; run `govcat index` to rebuild it with the running model")]
+    #[error("snapshot {id} was built with embedding model {built} but this govcat runs {running}")]
     ModelMismatch {
         id: String,
         built: String,
@@ -57,7 +55,7 @@ pub enum IndexError {
     },
     #[error("{path}: {problem}; check the directory exists and is writable (--index)")]
     Io { path: String, problem: String },
-    #[error("the catalog now reads {columns} columns but the published snapshot {published} has {published_columns} (more than {}% fewer); not published, the previous snapshot keeps serving. Check that the source answers completely, or run `govcat index` to publish the smaller catalog deliberately", MAX_UNATTENDED_LOSS * 100.0)]
+    #[error("the catalog now reads {columns} columns but the published snapshot {published} has {published_columns} (more than {}% fewer); not published, the previous snapshot keeps serving. Check that the source answers completely", MAX_UNATTENDED_LOSS * 100.0)]
     Shrunk {
         published: String,
         published_columns: usize,
@@ -124,6 +122,13 @@ pub struct Manifest {
     pub source_freshness: SourceFreshness,
     pub model: ModelInfo,
     pub ontology_version: String,
+    /// Which catalog the snapshot was built from; absent in snapshots written before govcat
+    /// recorded it (see `app::check_snapshot_source` for how those are treated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceIdentity>,
+    /// [`Ontology::checksum`] of the ontology it was built from; absent likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ontology_checksum: Option<String>,
     pub dense_backend: Backend,
     pub counts: Counts,
     /// sha256 of every file of the snapshot (paths relative to the snapshot directory).
@@ -526,7 +531,15 @@ pub fn write_snapshot(
         ontology_version,
         None,
         None,
+        BuiltFrom::default(),
     )
+}
+
+/// What a snapshot records of the catalog and ontology it was built from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuiltFrom {
+    pub source: Option<SourceIdentity>,
+    pub ontology_checksum: Option<String>,
 }
 
 /// [`write_snapshot`] that also stores the query-expansion glossary and abbreviation lexicon
@@ -542,6 +555,7 @@ pub fn write_snapshot_with_glossary(
     ontology_version: &str,
     glossary_text: Option<&str>,
     abbreviations_text: Option<&str>,
+    built_from: BuiltFrom,
 ) -> Result<String, IndexError> {
     let snapshots = index_dir.join("snapshots");
     fs::create_dir_all(&snapshots).map_err(|e| io_err(&snapshots, e))?;
@@ -586,6 +600,8 @@ pub fn write_snapshot_with_glossary(
         source_freshness,
         model,
         ontology_version: ontology_version.to_string(),
+        source: built_from.source,
+        ontology_checksum: built_from.ontology_checksum,
         dense_backend,
         counts,
         files: checksums(&staging)?,
@@ -731,6 +747,10 @@ fn build_with(
         &ontology.version,
         ontology.glossary_text.as_deref(),
         ontology.abbreviations_text.as_deref(),
+        BuiltFrom {
+            source: Some(source.identity()),
+            ontology_checksum: Some(ontology.checksum()),
+        },
     )?;
     Ok((
         read_manifest(&index_dir.join("snapshots").join(id))?,
@@ -917,7 +937,17 @@ pub fn current_id(index_dir: &Path) -> Result<String, IndexError> {
 /// Loads the snapshot `CURRENT` names, verifying model and checksums.
 pub fn load_current(index_dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError> {
     let id = current_id(index_dir)?;
-    load(&index_dir.join("snapshots").join(id), embedder)
+    let dir = index_dir.join("snapshots").join(&id);
+    if !dir.is_dir() {
+        return Err(IndexError::Corrupt {
+            file: index_dir.join("CURRENT").display().to_string(),
+            problem: format!(
+                "it names snapshot {id}, which is not in {}",
+                index_dir.join("snapshots").display()
+            ),
+        });
+    }
+    load(&dir, embedder)
 }
 
 /// Loads one snapshot directory, verifying model and checksums.

@@ -719,7 +719,8 @@ fn fail(options: &Options, e: &ServerError) -> ExitCode {
 /// server: the exact tools keep serving, `/readyz` answers 503 saying what is missing and
 /// what to run, and the retrieval tools answer with that error.
 pub fn serving_context(options: &Options) -> Result<(AppContext, Option<String>), ToolError> {
-    let ctx = app::context(options)?;
+    let mut ctx = app::context(options)?;
+    ctx.surface = app::tools_surface(options);
     let embedder = match app::load_embedder() {
         Ok(e) => e,
         Err(e) => {
@@ -734,11 +735,20 @@ pub fn serving_context(options: &Options) -> Result<(AppContext, Option<String>)
         }
     };
     let handle = SnapshotHandle::new();
-    match index::load_current(&options.index, embedder.as_ref()) {
+    match app::load_snapshot(
+        options,
+        embedder.as_ref(),
+        &ctx.ontology,
+        ctx.source.as_ref(),
+    ) {
         Ok(snapshot) => handle.swap(snapshot),
+        // A snapshot of another catalog or ontology is refused: serving it would answer for
+        // the wrong catalog.
+        Err(e) if e.kind == "SnapshotSourceMismatch" => return Err(e),
         Err(e) => {
-            tracing::warn!(error = %e, "no snapshot is served until one loads");
-            handle.record_load_failure(&e.to_string());
+            let e = e.advised(&app::cli_surface(options));
+            tracing::warn!(error = %e.message, "no snapshot is served until one loads");
+            handle.record_load_failure(&e.message);
         }
     }
     Ok((
@@ -778,16 +788,22 @@ fn rebuilder(
 ) -> impl Fn() + Send + 'static {
     let options = options.clone();
     let rebuild = move || -> Result<(index::Snapshot, Context), String> {
-        let fresh = app::context(&options).map_err(|e| e.message)?;
+        let advised = |e: ToolError| e.advised(&app::cli_surface(&options)).message;
+        let fresh = app::context(&options).map_err(advised)?;
         index::build_unattended(
             &options.index,
             &fresh.ontology,
             fresh.source.as_ref(),
             embedder.as_ref(),
         )
-        .map_err(|e| e.to_string())?;
-        let snapshot =
-            index::load_current(&options.index, embedder.as_ref()).map_err(|e| e.to_string())?;
+        .map_err(|e| advised(e.into()))?;
+        let snapshot = app::load_snapshot(
+            &options,
+            embedder.as_ref(),
+            &fresh.ontology,
+            fresh.source.as_ref(),
+        )
+        .map_err(advised)?;
         Ok((snapshot, fresh))
     };
     move || match rebuild() {

@@ -43,7 +43,10 @@ use crate::tools::{self, Outcome, ToolError};
 pub fn app(state: Arc<AppState>, cancel: CancellationToken) -> Router {
     let rest = Router::new()
         .route("/v1/tools", get(list_tools))
-        .route("/v1/tools/{name}", post(post_tool))
+        .route(
+            "/v1/tools/{name}",
+            post(post_tool).fallback(tool_method_not_allowed),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -205,6 +208,24 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
             "text/plain; version=0.0.4; charset=utf-8",
         )],
         body,
+    )
+        .into_response()
+}
+
+/// Another method than POST on a tool's route: 405 with `Allow: POST` and an error body that
+/// says how to call it.
+async fn tool_method_not_allowed(req: Request) -> Response {
+    let path = req.uri().path().to_string();
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, "POST")],
+        Json(json!({
+            "error": "MethodNotAllowed",
+            "message": format!(
+                "{} {path}: a tool is called with POST and its arguments as a JSON object body, e.g. curl -X POST -H 'Content-Type: application/json' -d '{{}}' http://HOST{path}; GET /v1/tools lists the tools and their inputSchema",
+                req.method()
+            ),
+        })),
     )
         .into_response()
 }

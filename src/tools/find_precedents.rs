@@ -347,9 +347,10 @@ pub fn run_excluding(
     };
     let searched =
         retrieval::search(&snapshot, embedder.as_ref(), &params, &query).map_err(|e| {
-            ToolError::new(
-                "RetrievalFailed",
-                format!("{e}; retry, and if it persists rebuild the snapshot with `govcat index`"),
+            ToolError::new("RetrievalFailed", format!("{e}; retry")).next(
+                crate::tools::Step::Index {
+                    why: "to rebuild the snapshot if the error persists".into(),
+                },
             )
         })?;
     let mut hits = searched.hits;
@@ -398,14 +399,20 @@ pub fn run_excluding(
             String::new()
         };
         format!(
-            "No {} in domains [{}] of snapshot {} matched \"{}\" by {} (semantic matches need similarity >= {}).{} Next: try one of `suggestions` (derived from your words, not searched), other or fewer words, mode hybrid, or kinds/domains you left out.",
+            "No {} in domains [{}] of snapshot {} matched \"{}\" by {} (semantic matches need similarity >= {}).{} {}",
             kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(" or "),
             domains.join(", "),
             snapshot.manifest.id,
             description,
             sides,
             params.min_similarity,
-            past_end
+            past_end,
+            crate::tools::advice::widen_search(
+                &ctx.surface,
+                mode == Mode::Hybrid,
+                input.kinds.is_some(),
+                input.domains.is_some()
+            )
         )
     });
     Ok(Output {

@@ -5,6 +5,7 @@
 //!
 //! Outcomes are disjoint (FIDELITY rule 9): a result, an `input_required` ask, or an error.
 
+pub mod advice;
 pub mod check_grant;
 pub mod find_precedents;
 pub mod get_dataset;
@@ -24,6 +25,7 @@ use crate::catalog::{CatalogError, CatalogSource, Domain, SourceFreshness};
 use crate::embed::Embedder;
 use crate::index::{Snapshot, SnapshotHandle};
 use crate::ontology::{MissingKey, Ontology, OntologyError};
+pub use advice::{Step, Surface};
 // Tool outputs and the tests read timestamps through `tools`; the helpers live at the bottom.
 pub use crate::timestamp::{format_rfc3339, parse_rfc3339};
 
@@ -73,6 +75,8 @@ pub struct Context {
     /// The source's own tag vocabulary compared with `ontology` (aws: ListLFTags), as read by
     /// the server at start and after each rebuild; shown in `/readyz`. `None` elsewhere.
     pub ontology_drift: Option<serde_json::Value>,
+    /// Who reads this context's messages: how next steps are worded ([`advice`]).
+    pub surface: Surface,
 }
 
 impl Context {
@@ -86,6 +90,7 @@ impl Context {
             retrieval: crate::retrieval::Params::default(),
             snapshot_refresh_every: None,
             ontology_drift: None,
+            surface: Surface::default(),
         }
     }
 
@@ -112,6 +117,7 @@ impl Context {
             retrieval: self.retrieval,
             snapshot_refresh_every: self.snapshot_refresh_every,
             ontology_drift: fresh.ontology_drift,
+            surface: self.surface.clone(),
         }
     }
 
@@ -128,10 +134,9 @@ impl Context {
             .as_ref()
             .and_then(|h| h.current())
             .ok_or_else(|| {
-                ToolError::new(
-                    "NoSnapshot",
-                    "no snapshot is loaded; run `govcat index` and restart, or wait for the running rebuild",
-                )
+                ToolError::new("NoSnapshot", "no snapshot is loaded").next(Step::Index {
+                    why: "and restart govcat, or wait for the running rebuild".into(),
+                })
             })?;
         Ok((snapshot, embedder))
     }
@@ -176,7 +181,11 @@ pub const LIMIT_EXCEEDED: &str = "LimitExceeded";
 pub struct ToolError {
     pub kind: String,
     pub message: String,
-    pub details: Map<String, Value>,
+    /// Boxed, so that a `Result<_, ToolError>` stays small with [`ToolError::next`] beside it.
+    pub details: Box<Map<String, Value>>,
+    /// The next step, not yet in `message`: [`ToolError::advised`] words it for the surface
+    /// the error reaches and appends it.
+    pub next: Option<Box<Step>>,
 }
 
 impl ToolError {
@@ -184,8 +193,24 @@ impl ToolError {
         ToolError {
             kind: kind.to_string(),
             message: message.into(),
-            details: Map::new(),
+            details: Box::default(),
+            next: None,
         }
+    }
+
+    /// Sets the next step (worded later, for the surface the error reaches).
+    pub fn next(mut self, step: Step) -> ToolError {
+        self.next = Some(Box::new(step));
+        self
+    }
+
+    /// The error as `surface` reads it: the next step worded for it and appended to the
+    /// message (`problem; step`). An error already advised is returned as it is.
+    pub fn advised(mut self, surface: &Surface) -> ToolError {
+        if let Some(step) = self.next.take() {
+            self.message = format!("{}; {}", self.message, step.render(surface));
+        }
+        self
     }
 
     pub fn with(mut self, key: &str, value: impl Serialize) -> ToolError {
@@ -226,7 +251,7 @@ impl ToolError {
         let mut m = Map::new();
         m.insert("error".into(), Value::String(self.kind.clone()));
         m.insert("message".into(), Value::String(self.message.clone()));
-        for (k, v) in &self.details {
+        for (k, v) in self.details.iter() {
             m.insert(k.clone(), v.clone());
         }
         Value::Object(m)
@@ -266,15 +291,18 @@ impl From<CatalogError> for ToolError {
     fn from(e: CatalogError) -> Self {
         let base = ToolError::new(e.kind(), e.to_string());
         match e {
-            CatalogError::DomainNotFound { domain, .. } => base.with("domain", domain),
+            CatalogError::DomainNotFound { domain, .. } => {
+                base.with("domain", domain).next(Step::ListDomains)
+            }
             CatalogError::DatasetNotFound {
                 domain,
                 table,
                 tables,
             } => base
-                .with("domain", domain)
+                .with("domain", domain.clone())
                 .with("table", table)
-                .with("tables", tables),
+                .with("tables", tables)
+                .next(Step::GetDataset { domain }),
             CatalogError::RoleNotFound { role, roles } => {
                 base.with("role", role).with("roles", roles)
             }
@@ -289,6 +317,21 @@ impl From<CatalogError> for ToolError {
                 .with("account_id", account_id),
             _ => base,
         }
+    }
+}
+
+impl From<crate::index::IndexError> for ToolError {
+    fn from(e: crate::index::IndexError) -> Self {
+        use crate::index::IndexError as E;
+        let base = ToolError::new(e.kind(), e.to_string());
+        let why = match &e {
+            E::NoSnapshot { .. } => "to build one",
+            E::Corrupt { .. } => "to rebuild the snapshot",
+            E::ModelMismatch { .. } => "to rebuild it with the running model",
+            E::Shrunk { .. } => "to publish the smaller catalog deliberately",
+            _ => return base,
+        };
+        base.next(Step::Index { why: why.into() })
     }
 }
 
@@ -511,8 +554,16 @@ fn to_outcome<T: Serialize>(name: &str, result: Result<T, ToolError>) -> Outcome
     }
 }
 
-/// Calls a tool by name with JSON arguments: the one dispatcher every transport uses.
+/// Calls a tool by name with JSON arguments: the one dispatcher every transport uses. An
+/// error's next step is worded for the context's [`Surface`].
 pub fn call(ctx: &Context, caller: &Caller, name: &str, args: Value) -> Outcome {
+    match dispatch(ctx, caller, name, args) {
+        Outcome::Err(e) => Outcome::Err(e.advised(&ctx.surface)),
+        other => other,
+    }
+}
+
+fn dispatch(ctx: &Context, caller: &Caller, name: &str, args: Value) -> Outcome {
     match name {
         "find_precedents" => match parse_args::<find_precedents::Input>(name, args) {
             Ok(input) => to_outcome(name, find_precedents::run(ctx, caller, input)),

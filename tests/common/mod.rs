@@ -268,24 +268,40 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A server watching its own copies of the demo catalog and ontology, serving `index`:
-/// `--catalog DIR --ontology FILE --index DIR --watch` under `dir`, and the ontology's path.
+/// A server watching its own copies of the demo catalog and ontology (with its glossary and
+/// abbreviations), serving `index`: `--catalog DIR --ontology FILE --index DIR --watch` under
+/// `dir`, and the ontology's path. A snapshot records the catalog folder it was built from, so
+/// `index` (a copy of a snapshot of the originals) is first rebuilt for the copies with
+/// `govcat index`; every text is unchanged, so every vector is reused and nothing is embedded.
 pub fn watching_copies(dir: &Path, index: &Path) -> (server::Served, PathBuf) {
     let (catalog, ontology) = (dir.join("catalog"), dir.join("lf-tags.json"));
     copy_dir(&catalog_dir(), &catalog);
-    std::fs::copy(repo().join("ontology/lf-tags.json"), &ontology)
-        .unwrap_or_else(|e| panic!("{}: {e}", ontology.display()));
+    for file in ["lf-tags.json", "glossary-de-en.tsv", "abbreviations.tsv"] {
+        let to = dir.join(file);
+        std::fs::copy(repo().join("ontology").join(file), &to)
+            .unwrap_or_else(|e| panic!("{}: {e}", to.display()));
+    }
     let arg = |p: &Path| p.to_str().expect("utf-8 temp path").to_string();
-    let args = [
+    let flags = [
         "--catalog".to_string(),
         arg(&catalog),
         "--ontology".to_string(),
         arg(&ontology),
         "--index".to_string(),
         arg(index),
-        "--watch".to_string(),
     ];
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, manifest) = server::cli_json(
+        &std::iter::once("index")
+            .chain(flags.iter().map(String::as_str))
+            .collect::<Vec<_>>(),
+        &[],
+    );
+    assert_eq!(code, Some(0), "govcat index for the copies: {manifest}");
+    let args: Vec<&str> = flags
+        .iter()
+        .map(String::as_str)
+        .chain(["--watch"])
+        .collect();
     (server::Served::start(&args, &[]), ontology)
 }
 
