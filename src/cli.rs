@@ -44,6 +44,10 @@ pub enum Command {
     Search {
         /// What the column holds, e.g. "contains an EU IBAN".
         query: String,
+        /// Another phrasing, searched as given like the description (repeatable, at most 8):
+        /// a likely column name (payee_iban), the standard term, English words.
+        #[arg(long = "alt", value_name = "TEXT")]
+        alternatives: Vec<String>,
         /// Restrict to these domains (repeatable); default every domain.
         #[arg(long = "domain")]
         domains: Vec<String>,
@@ -66,6 +70,10 @@ pub enum Command {
     Suggest {
         /// What the new column holds, e.g. "IBAN of the customer".
         query: String,
+        /// Another phrasing of what the new column holds, searched as given (repeatable, at
+        /// most 8): its likely name, the standard term, English words.
+        #[arg(long = "alt", value_name = "TEXT")]
+        alternatives: Vec<String>,
         /// Target dataset's domain (with --table): include its sibling columns, read live.
         #[arg(long)]
         domain: Option<String>,
@@ -122,7 +130,8 @@ pub enum EvalCommand {
         /// Query files; their queries are evaluated together.
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Modes to measure, comma-separated.
+        /// Modes to measure, comma-separated. When query lines carry "alternatives", hybrid
+        /// and baseline are also reported as hybrid_alt and baseline_alt (with them).
         #[arg(long, value_enum, value_delimiter = ',', default_value = EVAL_MODES_DEFAULT)]
         modes: Vec<crate::eval::queries::EvalMode>,
         /// Which queries take part (by id: calibration = digits divisible by 3).
@@ -283,6 +292,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Eval { what } => return run_eval(&cli.options, what),
         Command::Search {
             query,
+            alternatives,
             domains,
             kinds,
             limit,
@@ -290,6 +300,9 @@ pub fn run(cli: Cli) -> ExitCode {
             mode,
         } => {
             let mut args = json!({"description": query, "limit": limit, "mode": mode});
+            if !alternatives.is_empty() {
+                args["alternatives"] = json!(alternatives);
+            }
             if !domains.is_empty() {
                 args["domains"] = json!(domains);
             }
@@ -303,10 +316,14 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Suggest {
             query,
+            alternatives,
             domain,
             table,
         } => {
             let mut args = json!({ "description": query });
+            if !alternatives.is_empty() {
+                args["alternatives"] = json!(alternatives);
+            }
             if let Some(d) = domain {
                 args["domain"] = json!(d);
             }
@@ -449,7 +466,7 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                     &bar,
                 )?;
                 let mut summary = format!(
-                    "{:<9} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9}\n",
+                    "{:<12} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9}\n",
                     "MODE",
                     "QUERIES",
                     "RECALL@5",
@@ -470,7 +487,7 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                         below(v, base.as_ref().filter(|_| mode != "baseline").map(f))
                     };
                     let row = format!(
-                        "{:<9} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9}\n",
+                        "{:<12} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9}\n",
                         mode,
                         x.queries,
                         against(|m| m.recall_at_5),
@@ -789,6 +806,9 @@ fn render(tool: &str, v: &Value) -> String {
             }
         }
         "find_precedents" => {
+            let with_alternatives = v["request"]["alternatives"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty());
             if let Some(h) = v.get("hint") {
                 out += &format!("no match: {}\n", s(h));
                 let sug: Vec<String> = list("suggestions")
@@ -818,6 +838,15 @@ fn render(tool: &str, v: &Value) -> String {
                         tags
                     }
                 );
+                if with_alternatives {
+                    let by: Vec<String> = e["matched_by"]
+                        .as_array()
+                        .unwrap_or(&empty)
+                        .iter()
+                        .map(|m| format!("\"{}\" #{}", s(&m["phrasing"]), m["rank"]))
+                        .collect();
+                    out += &format!("          matched by {}\n", by.join(", "));
+                }
             }
             if let Some(c) = v.get("next_cursor").and_then(Value::as_str) {
                 out += &format!("more: --cursor {c}\n");

@@ -109,6 +109,11 @@ pub trait Embedder: Send + Sync {
             EmbedError::Inference("the model returned no vector for one text".into())
         })
     }
+    /// Embeds several queries (one search's phrasings), in input order. Implementations may
+    /// cache, and embed what is not cached in one forward pass.
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        texts.iter().map(|t| self.embed_query(t)).collect()
+    }
     /// Query-cache (hits, misses), for backends that cache; `None` otherwise.
     fn cache_stats(&self) -> Option<(u64, u64)> {
         None
@@ -494,6 +499,28 @@ impl Embedder for MiniLm {
         })?;
         self.cache.put(text, v.clone());
         Ok(v)
+    }
+
+    /// Each text from the LRU cache, the others in one forward pass (then cached).
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut out: Vec<Option<Vec<f32>>> = texts.iter().map(|t| self.cache.get(t)).collect();
+        let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
+        if !missing.is_empty() {
+            let batch: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+            let vectors = self.embed_chunk(&batch)?;
+            if vectors.len() != batch.len() {
+                return Err(EmbedError::Inference(format!(
+                    "the model returned {} vectors for {} texts",
+                    vectors.len(),
+                    batch.len()
+                )));
+            }
+            for (&i, v) in missing.iter().zip(vectors) {
+                self.cache.put(texts[i], v.clone());
+                out[i] = Some(v);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
     }
 }
 

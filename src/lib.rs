@@ -26,7 +26,9 @@
 //!   catalog that shrank), checked load, per-document scope ids, hot swap and the file watcher.
 //! - [`retrieval`]: hybrid search over a snapshot in stages (candidates per side within the
 //!   caller's scope, reciprocal-rank fusion with the similarity floor, key columns weighted
-//!   down unless an identifier is asked for, total order), its `Params` (every tunable weight,
+//!   down unless an identifier is asked for, total order — per phrasing, the description and
+//!   each of the caller's alternatives — then the phrasings' lists fused into one), its
+//!   `Params` (every tunable weight,
 //!   `govcat eval --param`), cursors, suggestions from the caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
 //!   and one dispatcher (`tools::call`) shared by every transport.

@@ -8,6 +8,11 @@
 
 /// Longest accepted `description` of `find_precedents` / `suggest_tags`, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 1000;
+/// Most `alternatives` of `find_precedents` / `suggest_tags` (other phrasings of the
+/// description, each searched as given).
+pub const MAX_ALTERNATIVES: usize = 8;
+/// Longest accepted alternative, in characters after trimming.
+pub const MAX_ALTERNATIVE_CHARS: usize = 200;
 /// Largest `limit` (page size) of `find_precedents`; more entries come by `next_cursor`.
 pub const MAX_LIMIT: usize = 50;
 /// Page size of `find_precedents` when `limit` is omitted.

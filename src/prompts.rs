@@ -325,14 +325,24 @@ const TAG_RULES: &str = "Rules:
 - An empty result is not a licence to guess. When a search finds nothing (match_type none), say so and try its suggestions; when a key cannot be decided from the catalog, leave it undecided and ask me rather than filling it from general knowledge.
 - Every value needs a source: a precedent column id (column:<domain>.<table>.<column>), the target table's siblings, or the level it is inherited from (table or database).";
 
+/// What `tag-new-column` asks the assistant to pass as `alternatives`, and why.
+pub const ALTERNATIVES_ASK: &str = "Alternatives: pass the new column's name (ask me for it if you do not know it) and two to four other phrasings as alternatives to find_precedents and suggest_tags - likely names of such a column elsewhere in snake_case (payee_iban), the standard term, English words for a German description. Why: comparable columns are often named and described in other words than mine, and the catalog is searched only for the words sent; each phrasing is searched once, exactly as given, the lists are fused into one, and each entry's matched_by shows which phrasing found it. Never put a tag value or a column id you have not seen in the catalog into them.";
+
+/// The `alternatives` placeholder of the prompt's calls.
+const ALTERNATIVES_PLACEHOLDER: [&str; 2] =
+    ["<the new column's name>", "<two to four other phrasings>"];
+
 fn tag_new_column(description: &str, target: Option<(&str, &str)>) -> Rendered {
-    let search = call("find_precedents", &json!({ "description": description }));
+    let search = call(
+        "find_precedents",
+        &json!({ "description": description, "alternatives": ALTERNATIVES_PLACEHOLDER }),
+    );
     let (ask, suggest, live) = match target {
         Some((domain, table)) => (
             format!("I am adding a column to the table {domain}.{table}. The column: \"{description}\". Which LF-tags should it carry? Decide from the catalog, not from memory."),
             format!(
                 "2. {} - per key, the values of the precedents and of the sibling columns of {domain}.{table}, and the value a new column there inherits from the table or database. Where the siblings or the inherited value disagree with the precedents (residency of a replicated extract), the target table wins.",
-                call("suggest_tags", &json!({ "description": description, "domain": domain, "table": table }))
+                call("suggest_tags", &json!({ "description": description, "alternatives": ALTERNATIVES_PLACEHOLDER, "domain": domain, "table": table }))
             ),
             format!(
                 "4. {} - a live read of the target table, because the first two calls answer from a snapshot that can be stale. If the live tags contradict a sibling or inherited value I used, the live read wins and I say so.",
@@ -343,7 +353,7 @@ fn tag_new_column(description: &str, target: Option<(&str, &str)>) -> Rendered {
             format!("I am adding a new column. The column: \"{description}\". Which LF-tags should it carry? Decide from the catalog, not from memory."),
             format!(
                 "2. {} - per key, how the precedent columns are tagged. No target table is named, so there are no siblings and no inherited value: residency stays undecided unless you tell me which table (domain and table) the column goes into.",
-                call("suggest_tags", &json!({ "description": description }))
+                call("suggest_tags", &json!({ "description": description, "alternatives": ALTERNATIVES_PLACEHOLDER }))
             ),
             format!(
                 "4. {} for the dataset of each precedent column I rely on (domain and table from its id) - a live read, because the first two calls answer from a snapshot that can be stale. A precedent whose live tags differ is reported, not used.",
@@ -353,7 +363,7 @@ fn tag_new_column(description: &str, target: Option<(&str, &str)>) -> Rendered {
     };
     let plan = format!(
         "I will answer from the catalog with four calls, in this order:
-1. {search} - how comparable columns are already classified; I keep the column ids of the entries I rely on.
+1. {search} - how comparable columns are already classified, searched with your description and the alternatives I fill in (the column's name and two to four other phrasings); I keep the column ids of the entries I rely on.
 {suggest}
 3. resolve_lf_tag {{\"tags\": {{...}}}} with the set I chose, one value per key (start from suggest_tags' proposal.tags) - validates it against the ontology. If it asks for a missing key, I ask you instead of choosing a value myself.
 {live}
@@ -364,7 +374,7 @@ Then I give the tag set, one key per line, each with the precedent, siblings or 
         messages: vec![
             Message {
                 role: Role::User,
-                text: format!("{ask}\n\n{TAG_RULES}"),
+                text: format!("{ask}\n\n{ALTERNATIVES_ASK}\n\n{TAG_RULES}"),
             },
             Message {
                 role: Role::Assistant,
@@ -470,8 +480,12 @@ mod tests {
         assert!(text.contains("A replicated extract can differ from its source"));
         assert!(text.contains("An empty result is not a licence to guess"));
         assert!(text.contains(
-            r#"suggest_tags {"description":"holds an \"IBAN\"","domain":"analytics","table":"customer_360_global_extract"}"#
+            r#"suggest_tags {"description":"holds an \"IBAN\"","alternatives":["<the new column's name>","<two to four other phrasings>"],"domain":"analytics","table":"customer_360_global_extract"}"#
         ));
+        assert!(text.contains(
+            r#"find_precedents {"description":"holds an \"IBAN\"","alternatives":["<the new column's name>","<two to four other phrasings>"]}"#
+        ));
+        assert!(text.contains(ALTERNATIVES_ASK));
         assert!(text.contains(
             r#"get_dataset {"domain":"analytics","table":"customer_360_global_extract"}"#
         ));

@@ -136,6 +136,7 @@ fn the_held_out_column_is_never_its_own_precedent() {
         .expect("demo column");
     let input = || suggest_tags::Input {
         description: tags::description_of(doc),
+        alternatives: None,
         domain: None,
         table: None,
     };

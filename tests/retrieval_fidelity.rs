@@ -113,6 +113,7 @@ fn all_domains_json() -> Value {
 fn echo(built: &Built, description: &str, domains: Value, scope_source: &str, limit: u64) -> Value {
     json!({
         "description": description,
+        "alternatives": [],
         "domains": domains,
         "scope_source": scope_source,
         "kinds": ["column", "ontology_value"],
@@ -123,7 +124,13 @@ fn echo(built: &Built, description: &str, domains: Value, scope_source: &str, li
         "min_similarity": (f64::from(Params::default().min_similarity) * 1000.0).round() / 1000.0,
         "glossary_terms": [],
         "key_column_weight": Params::default().key_weight,
+        "params": fusion_echo(),
     })
+}
+
+/// `request.params`: the fusion of the phrasings' lists as shipped.
+fn fusion_echo() -> Value {
+    serde_json::to_value(Params::default().phrasings).expect("serialisable")
 }
 
 fn min_similarity_text() -> String {
@@ -501,6 +508,7 @@ fn an_empty_result_echoes_what_actually_ran_and_differently_sent_runs_read_diffe
         result["request"],
         json!({
             "description": NONSENSE,
+            "alternatives": [],
             "domains": ["hr", "policy"],
             "scope_source": "caller",
             "kinds": ["column"],
@@ -511,6 +519,7 @@ fn an_empty_result_echoes_what_actually_ran_and_differently_sent_runs_read_diffe
             "min_similarity": (f64::from(Params::default().min_similarity) * 1000.0).round() / 1000.0,
             "glossary_terms": [],
             "key_column_weight": Params::default().key_weight,
+            "params": fusion_echo(),
         })
     );
     assert_eq!(
@@ -802,7 +811,7 @@ fn a_cursor_for_a_different_request_is_rejected() {
     let built = real_or_skip!();
     let ctx = built.context();
     let cursor = first_cursor(&ctx, EU_IBAN);
-    let other_request = "the cursor belongs to a different request (description, domains, kinds or mode changed); repeat the search without a cursor";
+    let other_request = "the cursor belongs to a different request (description, alternatives, domains, kinds or mode changed); repeat the search without a cursor";
     for changed in [
         json!({"description": "date of birth", "limit": 1, "cursor": cursor}),
         json!({"description": EU_IBAN, "domains": ["policy"], "limit": 1, "cursor": cursor}),
@@ -1318,6 +1327,7 @@ fn top_with(
     let kinds = Kind::ALL.to_vec();
     let q = Query {
         description,
+        alternatives: &[],
         domains: &snapshot.domains,
         kinds: &kinds,
         mode: Mode::Hybrid,
@@ -1476,4 +1486,339 @@ fn a_run_together_name_word_is_searched_by_its_parts_and_a_prose_word_is_not() {
 
     let (_, separate_terms) = lexical_ids("separate");
     assert_eq!(separate_terms, json!([]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The caller's alternatives (rule 10: each searched once as given, named in matched_by).
+// ---------------------------------------------------------------------------------------------
+
+/// Test input, not evaluation evidence: phrasings written for these plumbing tests.
+const IBAN_ALTERNATIVES: [&str; 2] = ["iban", "payee_iban"];
+const NONSENSE_ALTERNATIVES: [&str; 2] = ["qqzx wrrv", "xkcdq_vvbnm"];
+
+#[test]
+fn with_alternatives_every_phrasing_is_searched_once_unchanged_and_no_suggestion_is() {
+    let built = real_or_skip!();
+    let (ctx, snapshot) = built.private_copy();
+    let empty = find(
+        &ctx,
+        &local(),
+        json!({"description": NONSENSE, "alternatives": NONSENSE_ALTERNATIVES}),
+    );
+    assert_eq!(empty["entries"], json!([]));
+    assert_eq!(empty["match_type"], "none");
+    // Derived from every phrasing, in order, none searched.
+    // (xkcdq_vvbnm splits into two five-letter words: their 3/4 and 1/2 prefixes are under
+    // four characters, so neither yields a `*` suggestion.)
+    assert_eq!(
+        empty["suggestions"],
+        json!(["zzqx", "vrrk", "qqzx", "wrrv", "xkcdq", "vvbnm"])
+    );
+    let mut searched = vec![NONSENSE.to_string()];
+    searched.extend(NONSENSE_ALTERNATIVES.iter().map(|a| a.to_string()));
+    assert_eq!(snapshot.searched_terms(), searched);
+    // 1 + 2 phrasings, each one lexical and one dense query.
+    assert_eq!(
+        snapshot
+            .queries_run
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2 * (1 + NONSENSE_ALTERNATIVES.len() as u64)
+    );
+    assert_eq!(
+        empty["hint"],
+        json!(format!(
+            "No column or ontology_value in domains [{}] of snapshot {} matched \"{NONSENSE}\" or \
+             \"{}\" or \"{}\" by {HYBRID_SIDES} (semantic matches need similarity >= {}). Next: try \
+             one of `suggestions` (derived from your words, not searched), other or fewer words, \
+             mode hybrid, or kinds/domains you left out.",
+            ALL_DOMAINS.join(", "),
+            built.manifest.id,
+            NONSENSE_ALTERNATIVES[0],
+            NONSENSE_ALTERNATIVES[1],
+            min_similarity_text()
+        ))
+    );
+    assert_eq!(
+        empty["request"]["alternatives"],
+        json!(NONSENSE_ALTERNATIVES)
+    );
+
+    // The other half: a search that matches logs exactly its phrasings too, so a searched
+    // suggestion or an extra phrasing would show.
+    let hit = find(
+        &ctx,
+        &local(),
+        json!({"description": EU_IBAN, "alternatives": IBAN_ALTERNATIVES}),
+    );
+    assert!(!entries(&hit).is_empty());
+    searched.push(EU_IBAN.to_string());
+    searched.extend(IBAN_ALTERNATIVES.iter().map(|a| a.to_string()));
+    assert_eq!(snapshot.searched_terms(), searched);
+    assert_eq!(
+        snapshot
+            .queries_run
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2 * (1 + NONSENSE_ALTERNATIVES.len() as u64) + 2 * (1 + IBAN_ALTERNATIVES.len() as u64)
+    );
+}
+
+/// Every entry of a whole search (all pages, limit 50), by id.
+fn whole(ctx: &Context, args: Value) -> Vec<Value> {
+    let mut args = args;
+    args["limit"] = json!(50);
+    all_pages(ctx, &local(), args)
+        .iter()
+        .flat_map(|p| entries(p).clone())
+        .collect()
+}
+
+#[test]
+fn matched_by_names_each_phrasing_that_found_an_entry_with_its_rank_in_that_phrasings_own_list() {
+    let built = real_or_skip!();
+    let ctx = built.context();
+    let fused = whole(
+        &ctx,
+        json!({"description": EU_IBAN, "alternatives": IBAN_ALTERNATIVES}),
+    );
+    let phrasings: Vec<&str> = std::iter::once(EU_IBAN).chain(IBAN_ALTERNATIVES).collect();
+    // Each phrasing alone: its own list, the ranks matched_by must repeat.
+    let own: Vec<Vec<String>> = phrasings
+        .iter()
+        .map(|p| {
+            whole(&ctx, json!({ "description": p }))
+                .iter()
+                .map(|e| str_field(e, "id").to_string())
+                .collect()
+        })
+        .collect();
+    let mut union: BTreeSet<String> = BTreeSet::new();
+    for list in &own {
+        union.extend(list.iter().cloned());
+    }
+    let fused_ids: BTreeSet<String> = fused
+        .iter()
+        .map(|e| str_field(e, "id").to_string())
+        .collect();
+    // Exactly the entries some phrasing found; nothing else.
+    assert_eq!(fused_ids, union);
+    assert_eq!(fused_ids.len(), fused.len());
+    for e in &fused {
+        let id = str_field(e, "id");
+        let expected: Vec<Value> = phrasings
+            .iter()
+            .zip(&own)
+            .filter_map(|(p, list)| {
+                list.iter()
+                    .position(|x| x == id)
+                    .map(|i| json!({"phrasing": p, "rank": i + 1}))
+            })
+            .collect();
+        assert_eq!(e["matched_by"], json!(expected), "{id}");
+    }
+    // The description alone: each entry found by the description, at its own rank.
+    for (i, e) in whole(&ctx, json!({ "description": EU_IBAN }))
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(
+            e["matched_by"],
+            json!([{"phrasing": EU_IBAN, "rank": i + 1}])
+        );
+    }
+    assert_total_order(&fused);
+}
+
+#[test]
+fn an_empty_alternatives_list_is_the_description_alone_and_the_echo_says_what_was_searched() {
+    let built = real_or_skip!();
+    let ctx = built.context();
+    let alone = find(&ctx, &local(), json!({ "description": EU_IBAN }));
+    let empty = find(
+        &ctx,
+        &local(),
+        json!({"description": EU_IBAN, "alternatives": []}),
+    );
+    assert_eq!(alone, empty);
+    let with = find(
+        &ctx,
+        &local(),
+        json!({"description": EU_IBAN, "alternatives": ["  iban ", "Kontonummer"]}),
+    );
+    // Trimmed, in input order; the glossary terms of every phrasing (German -> English).
+    assert_eq!(
+        with["request"]["alternatives"],
+        json!(["iban", "Kontonummer"])
+    );
+    let kontonummer = find(&ctx, &local(), json!({"description": "Kontonummer"}));
+    let mut terms: Vec<Value> = alone["request"]["glossary_terms"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for t in kontonummer["request"]["glossary_terms"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+    {
+        if !terms.contains(&t) {
+            terms.push(t);
+        }
+    }
+    assert!(!terms.is_empty(), "Kontonummer has glossary terms");
+    assert_eq!(with["request"]["glossary_terms"], json!(terms));
+    assert_ne!(alone["request"], with["request"]);
+}
+
+#[test]
+fn policy_customer_iban_stays_first_for_an_eu_iban_with_or_without_the_alternative_iban() {
+    let built = real_or_skip!();
+    let ctx = built.context();
+    for args in [
+        json!({ "description": EU_IBAN }),
+        json!({"description": EU_IBAN, "alternatives": ["iban"]}),
+    ] {
+        let result = find(&ctx, &local(), args.clone());
+        assert_eq!(
+            ids(&result).first().map(String::as_str),
+            Some("column:policy.customer.iban"),
+            "{args}"
+        );
+    }
+}
+
+#[test]
+fn a_cursor_is_bound_to_the_alternatives_and_pages_of_the_same_request_are_disjoint_and_complete() {
+    let built = real_or_skip!();
+    let ctx = built.context();
+    let args = json!({"description": EU_IBAN, "alternatives": IBAN_ALTERNATIVES, "limit": 7});
+    let pages = all_pages(&ctx, &local(), args.clone());
+    assert!(pages.len() > 2);
+    let paged = all_ids(&pages);
+    let at_once = whole(&ctx, args.clone());
+    assert_eq!(
+        paged,
+        at_once
+            .iter()
+            .map(|e| str_field(e, "id").to_string())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        paged.iter().collect::<BTreeSet<_>>().len(),
+        paged.len(),
+        "pages overlap"
+    );
+    let cursor = str_field(&pages[0], "next_cursor").to_string();
+    for changed in [
+        json!({"description": EU_IBAN, "alternatives": ["iban"], "limit": 7, "cursor": cursor}),
+        json!({"description": EU_IBAN, "limit": 7, "cursor": cursor}),
+        json!({"description": EU_IBAN, "alternatives": ["payee_iban", "iban"], "limit": 7, "cursor": cursor}),
+    ] {
+        let e = call_err(&ctx, &local(), "find_precedents", changed.clone());
+        assert_eq!(e.kind, "InvalidCursor", "{changed}");
+        assert_eq!(
+            e.message,
+            "the cursor belongs to a different request (description, alternatives, domains, kinds or mode changed); repeat the search without a cursor",
+            "{changed}"
+        );
+    }
+    // And a cursor of the description alone does not page a search with alternatives.
+    let alone = first_cursor(&ctx, EU_IBAN);
+    let e = call_err(
+        &ctx,
+        &local(),
+        "find_precedents",
+        json!({"description": EU_IBAN, "alternatives": ["iban"], "limit": 1, "cursor": alone}),
+    );
+    assert_eq!(e.kind, "InvalidCursor");
+}
+
+#[test]
+fn suggest_tags_passes_its_alternatives_to_the_precedent_search_and_echoes_them() {
+    let built = real_or_skip!();
+    let ctx = built.context();
+    let with = call_ok(
+        &ctx,
+        &local(),
+        "suggest_tags",
+        json!({"description": EU_IBAN, "alternatives": IBAN_ALTERNATIVES}),
+    );
+    assert_eq!(with["request"]["alternatives"], json!(IBAN_ALTERNATIVES));
+    let precedents = find(
+        &ctx,
+        &local(),
+        json!({"description": EU_IBAN, "alternatives": IBAN_ALTERNATIVES, "kinds": ["column"]}),
+    );
+    assert_eq!(with["precedents"], json!(ids(&precedents)));
+    // Refused the same way as by find_precedents: one check for both tools.
+    let args = json!({"description": EU_IBAN, "alternatives": ["IBAN", "iban"]});
+    assert_eq!(
+        call_err(&ctx, &local(), "suggest_tags", args.clone()),
+        call_err(&ctx, &local(), "find_precedents", args)
+    );
+}
+
+#[test]
+fn bad_alternatives_are_invalid_arguments_naming_the_item_and_the_limit() {
+    let ctx = common::hashed().context();
+    let nine: Vec<String> = (0..9).map(|i| format!("alt {i}")).collect();
+    let cases = [
+        (
+            json!({"description": EU_IBAN, "alternatives": nine}),
+            "alternatives has 9 phrasings; at most 8 are accepted — keep the 8 most likely (column names, the standard term, English words)",
+        ),
+        (
+            json!({"description": EU_IBAN, "alternatives": ["iban", "  "]}),
+            "alternatives[1] is empty after trimming; each alternative is 1-200 characters — drop it or write a phrasing",
+        ),
+        (
+            json!({"description": EU_IBAN, "alternatives": ["x".repeat(201)]}),
+            "alternatives[0] has 201 characters; each alternative is at most 200 — shorten it to a column name or a short phrase",
+        ),
+        (
+            json!({"description": EU_IBAN, "alternatives": ["iban", " Contains an EU iban"]}),
+            "alternatives[1] (\"Contains an EU iban\") repeats the description (case-insensitive); the description is searched anyway — drop it or give another phrasing",
+        ),
+        (
+            json!({"description": EU_IBAN, "alternatives": ["iban", "payee_iban", "IBAN "]}),
+            "alternatives[2] (\"IBAN\") repeats alternatives[0] (case-insensitive); each phrasing is searched once — drop one of them",
+        ),
+    ];
+    for (args, message) in cases {
+        for tool in ["find_precedents", "suggest_tags"] {
+            let e = call_err(&ctx, &local(), tool, args.clone());
+            assert_eq!(e.kind, "InvalidArguments", "{tool} {args}");
+            assert_eq!(e.message, message, "{tool} {args}");
+            assert_eq!(e.details["argument"], "alternatives");
+            assert_eq!(e.details["max_items"], 8);
+            assert_eq!(e.details["max_chars"], 200);
+        }
+    }
+    // At the limits: 8 items of 200 characters are accepted.
+    let eight: Vec<String> = (0..8).map(|i| format!("{i}{}", "y".repeat(199))).collect();
+    call_ok(
+        &ctx,
+        &local(),
+        "find_precedents",
+        json!({"description": EU_IBAN, "alternatives": eight}),
+    );
+}
+
+/// The tool text the blind writers of the alternatives were shown is the text `tools/list`
+/// prints (fixtures/bench/alternatives/README.md): description and `alternatives` of both tools.
+#[test]
+fn the_tool_text_shown_to_the_blind_writers_is_what_tools_list_prints() {
+    let path = common::repo().join("fixtures/bench/alternatives/tool-find_precedents.json");
+    let shown: Value = serde_json::from_str(
+        &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .expect("json");
+    let find = tools::spec("find_precedents").expect("tool");
+    assert_eq!(json!(find.description), shown["description"]);
+    let alternatives = &shown["inputSchema"]["properties"]["alternatives"]["description"];
+    for tool in ["find_precedents", "suggest_tags"] {
+        let spec = tools::spec(tool).expect("tool");
+        assert_eq!(
+            &spec.input_schema["properties"]["alternatives"]["description"], alternatives,
+            "{tool}"
+        );
+    }
 }

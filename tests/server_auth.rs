@@ -870,7 +870,7 @@ fn a_cursor_issued_to_a_wider_caller_does_not_widen_a_narrow_one() {
     assert_eq!(refused.status, 400, "{}", refused.text());
     assert_eq!(
         refused.json(),
-        json!({"error": "InvalidCursor", "message": "the cursor belongs to a different request (description, domains, kinds or mode changed); repeat the search without a cursor"})
+        json!({"error": "InvalidCursor", "message": "the cursor belongs to a different request (description, alternatives, domains, kinds or mode changed); repeat the search without a cursor"})
     );
     // The other half: the cursor still pages for the caller it was issued to.
     let second = server.rest("find_precedents", Some(&wide), paged);

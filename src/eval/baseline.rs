@@ -169,6 +169,7 @@ impl Baseline {
                     dense_rank: None,
                     similarity: None,
                     match_type: MatchType::Semantic,
+                    matched_by: Vec::new(),
                 });
                 h.score += 1.0 / (RRF_K + f64::from(r));
                 if side == 0 {

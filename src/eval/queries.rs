@@ -14,7 +14,8 @@ use crate::embed::Embedder;
 use crate::index::documents::Kind;
 use crate::index::Snapshot;
 use crate::ontology::Ontology;
-use crate::retrieval::{self, Hit, Params};
+use crate::retrieval::{self, Hit, MatchType, Params, PhrasingRank};
+use crate::tools::find_precedents::{check_alternatives, MatchedBy};
 use crate::tools::ToolError;
 
 /// Entries of a ranking the metrics look at.
@@ -31,6 +32,9 @@ pub struct Labelled {
     pub source: String,
     pub query: String,
     pub lang: Option<String>,
+    /// The caller's other phrasings (`"alternatives"`, validated as `find_precedents` does);
+    /// empty when the line has none.
+    pub alternatives: Vec<String>,
     /// Entry id → grade (a list in the file means grade 1 for each).
     pub relevant: BTreeMap<String, u8>,
     /// A query about something the catalog does not hold (`negative: true` or no relevant
@@ -53,7 +57,7 @@ impl Labelled {
 fn bad_line(source: &str, problem: impl std::fmt::Display) -> ToolError {
     ToolError::new(
         "InvalidQueryFile",
-        format!("{source}: {problem}; each line must be a JSON object {{\"query\": str, \"relevant\": {{id: grade}} or [id, ...]}} with optional \"id\", \"lang\", \"negative\"; other fields are ignored (see README, \"Measuring quality on your own catalog\")"),
+        format!("{source}: {problem}; each line must be a JSON object {{\"query\": str, \"relevant\": {{id: grade}} or [id, ...]}} with optional \"id\", \"lang\", \"negative\", \"alternatives\" [str, ...]; other fields are ignored (see README, \"Measuring quality on your own catalog\")"),
     )
     .with("line", source)
 }
@@ -89,6 +93,23 @@ fn parse_line(source: &str, line: &str) -> Result<Labelled, ToolError> {
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(bad_line(source, "\"lang\" must be a string")),
+    };
+    let alternatives = match obj.get("alternatives") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => {
+            let texts: Vec<String> = a
+                .iter()
+                .map(|x| x.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .ok_or_else(|| bad_line(source, "\"alternatives\" must be a list of strings"))?;
+            check_alternatives(&query, Some(&texts)).map_err(|e| bad_line(source, e.message))?
+        }
+        Some(_) => {
+            return Err(bad_line(
+                source,
+                "\"alternatives\" must be a list of strings",
+            ))
+        }
     };
     let mut relevant = BTreeMap::new();
     match obj.get("relevant") {
@@ -139,6 +160,7 @@ fn parse_line(source: &str, line: &str) -> Result<Labelled, ToolError> {
         source: source.to_string(),
         query,
         lang,
+        alternatives,
         relevant,
         negative,
     })
@@ -274,6 +296,10 @@ pub enum EvalMode {
     Dense,
     Hybrid,
     Baseline,
+    /// The product with the query line's alternatives (`find_precedents` with `alternatives`).
+    HybridAlt,
+    /// The baseline run once per phrasing, fused by RRF k 60 with equal weights.
+    BaselineAlt,
 }
 
 impl EvalMode {
@@ -284,13 +310,25 @@ impl EvalMode {
         EvalMode::Baseline,
     ];
 
-    /// The product's retrieval mode this is; `None` for the baseline.
+    /// The modes that search the query line's alternatives.
+    pub const WITH_ALTERNATIVES: [EvalMode; 2] = [EvalMode::HybridAlt, EvalMode::BaselineAlt];
+
+    /// The product's retrieval mode this is (of the description alone); `None` otherwise.
     pub fn product_mode(self) -> Option<retrieval::Mode> {
         match self {
             EvalMode::Bm25 => Some(retrieval::Mode::Bm25),
             EvalMode::Dense => Some(retrieval::Mode::Dense),
             EvalMode::Hybrid => Some(retrieval::Mode::Hybrid),
-            EvalMode::Baseline => None,
+            EvalMode::Baseline | EvalMode::HybridAlt | EvalMode::BaselineAlt => None,
+        }
+    }
+
+    /// The mode of the description alone this one adds the alternatives to.
+    pub fn without_alternatives(self) -> EvalMode {
+        match self {
+            EvalMode::HybridAlt => EvalMode::Hybrid,
+            EvalMode::BaselineAlt => EvalMode::Baseline,
+            other => other,
         }
     }
 
@@ -300,15 +338,20 @@ impl EvalMode {
             EvalMode::Dense => "dense",
             EvalMode::Hybrid => "hybrid",
             EvalMode::Baseline => "baseline",
+            EvalMode::HybridAlt => "hybrid_alt",
+            EvalMode::BaselineAlt => "baseline_alt",
         }
     }
 }
 
-/// The product's candidates of one query, retrieved once and fused per mode.
+/// The product's candidates of one query, retrieved once and fused per mode: the
+/// description's sides, and each alternative's.
 pub struct Raw {
     pub lexical: Vec<(u32, f32)>,
     pub dense: Vec<(u32, f32)>,
     pub asks_for_identifier: bool,
+    /// Per alternative: its lexical and dense candidates and its key-column rule.
+    pub alternatives: Vec<(Vec<(u32, f32)>, Vec<(u32, f32)>, bool)>,
 }
 
 impl Raw {
@@ -320,30 +363,52 @@ impl Raw {
         params: &Params,
         description: &str,
     ) -> Result<Raw, ToolError> {
+        Raw::retrieve_with(snapshot, embedder, params, description, &[])
+    }
+
+    /// [`Raw::retrieve`] of the description and `alternatives`, in one search as
+    /// `find_precedents` runs it with them.
+    pub fn retrieve_with(
+        snapshot: &Snapshot,
+        embedder: &dyn Embedder,
+        params: &Params,
+        description: &str,
+        alternatives: &[String],
+    ) -> Result<Raw, ToolError> {
         let kinds = Kind::ALL;
-        let expansion = snapshot.expand_query(description);
         let query = retrieval::Query {
             description,
+            alternatives,
             domains: &snapshot.domains,
             kinds: &kinds,
             mode: retrieval::Mode::Hybrid,
         };
-        let (lexical, dense) =
-            retrieval::candidates(snapshot, embedder, params, &query, &expansion).map_err(|e| {
+        let prepared = retrieval::prepare(snapshot, &query);
+        let sides = retrieval::candidates_all(snapshot, embedder, params, &query, &prepared)
+            .map_err(|e| {
                 ToolError::new("RetrievalFailed", format!("{e}; retry")).next(
                     crate::tools::Step::Index {
                         why: "to rebuild the snapshot if the error persists".into(),
                     },
                 )
             })?;
+        let mut each = sides
+            .into_iter()
+            .zip(&prepared)
+            .map(|((l, d), p)| (l, d, p.asks_for_identifier));
+        let (lexical, dense, asks_for_identifier) =
+            each.next()
+                .unwrap_or((Vec::new(), Vec::new(), prepared[0].asks_for_identifier));
         Ok(Raw {
             lexical,
             dense,
-            asks_for_identifier: retrieval::asks_for_identifier_with(description, &expansion),
+            asks_for_identifier,
+            alternatives: each.collect(),
         })
     }
 
-    /// The fused ranking of `mode`, the same as `find_precedents` with that mode.
+    /// The fused ranking of `mode`, the same as `find_precedents` with that mode (the
+    /// description alone).
     pub fn fused(&self, snapshot: &Snapshot, params: &Params, mode: retrieval::Mode) -> Vec<Hit> {
         let none: &[(u32, f32)] = &[];
         let (l, d) = match mode {
@@ -353,12 +418,24 @@ impl Raw {
         };
         retrieval::ranked(snapshot, params, l, d, self.asks_for_identifier)
     }
+
+    /// The hybrid ranking with the alternatives, the same as `find_precedents` with them: each
+    /// phrasing's own list, fused by [`retrieval::fuse_phrasings`].
+    pub fn fused_with_alternatives(&self, snapshot: &Snapshot, params: &Params) -> Vec<Hit> {
+        let mut lists = vec![self.fused(snapshot, params, retrieval::Mode::Hybrid)];
+        for (l, d, asks) in &self.alternatives {
+            lists.push(retrieval::ranked(snapshot, params, l, d, *asks));
+        }
+        retrieval::fuse_phrasings(snapshot, params, lists)
+    }
 }
 
 /// One ranked answer: ordinals best first, and which of them only the dense side found.
 struct Answer {
     ords: Vec<u32>,
     semantic_only: bool,
+    /// Per entry, the phrasings that found it (modes with alternatives; empty otherwise).
+    matched_by: Vec<Vec<PhrasingRank>>,
 }
 
 /// What `eval queries` was asked.
@@ -402,6 +479,10 @@ pub struct QueryOutcome {
     /// Negative queries: whether the answer holds a semantic-only entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub semantic_only: Option<bool>,
+    /// Modes with alternatives: the phrasings that found the first direct precedent, each with
+    /// its rank in that phrasing's own list (empty when none is in the answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_direct_found_by: Option<Vec<MatchedBy>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -410,6 +491,9 @@ pub struct PerQuery {
     pub source: String,
     pub query: String,
     pub lang: Option<String>,
+    /// The line's alternatives, as searched by the modes with alternatives.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<String>,
     pub negative: bool,
     pub direct: usize,
     pub relevant: usize,
@@ -454,6 +538,9 @@ fn definitions() -> BTreeMap<&'static str, &'static str> {
         ("out_of_vocabulary", "returned entries (top 10) that are not snapshot documents or carry a tag value outside the ontology; must be 0"),
         ("negatives_with_semantic_only", "share of negative queries whose answer (all pages) holds an entry found only by the dense side"),
         ("split", "calibration: queries whose id's digits are divisible by 3; held-out: the rest"),
+        ("hybrid_alt", "the product (hybrid) with the query line's alternatives: each phrasing's own list fused as request.params.phrasing_rrf_k / description_weight / alternative_weight say; a line without alternatives is searched by its description alone"),
+        ("baseline_alt", "the baseline run once per phrasing (description and alternatives), the lists fused by reciprocal rank k=60 with equal weights"),
+        ("first_direct_found_by", "modes with alternatives: the phrasings that found the first direct precedent, with its rank in each one's own list"),
     ])
 }
 
@@ -536,13 +623,33 @@ pub fn run(
         });
     }
     check_ids(snapshot, &queries)?;
+    let with_alternatives = queries.iter().any(|q| !q.alternatives.is_empty());
     let modes: Vec<EvalMode> = {
         let mut m = options.modes.clone();
+        if with_alternatives {
+            // Each mode that has a version with alternatives is reported with it too.
+            for alt in EvalMode::WITH_ALTERNATIVES {
+                if m.contains(&alt.without_alternatives()) {
+                    m.push(alt);
+                }
+            }
+        } else if let Some(alt) = m.iter().find(|m| EvalMode::WITH_ALTERNATIVES.contains(m)) {
+            return Err(ToolError::new(
+                "InvalidArguments",
+                format!(
+                    "--modes {} searches each query's \"alternatives\", and no query of {} has any; add \"alternatives\": [...] to the query lines, or leave {} out of --modes",
+                    alt.as_str(),
+                    options.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "),
+                    alt.as_str()
+                ),
+            ));
+        }
         m.sort();
         m.dedup();
         m
     };
-    let baseline = if modes.contains(&EvalMode::Baseline) {
+    let baseline = if modes.contains(&EvalMode::Baseline) || modes.contains(&EvalMode::BaselineAlt)
+    {
         progress.start("baseline: embedding documents", snapshot.docs.len() as u64);
         let b = Baseline::build(snapshot, embedder, &|n| progress.advance(n))?;
         progress.finish();
@@ -553,17 +660,31 @@ pub fn run(
     progress.start("retrieving queries", queries.len() as u64);
     let mut answers: Vec<BTreeMap<EvalMode, Answer>> = Vec::with_capacity(queries.len());
     for q in &queries {
-        let raw = Raw::retrieve(snapshot, embedder, params, &q.query)?;
+        let raw = Raw::retrieve_with(snapshot, embedder, params, &q.query, &q.alternatives)?;
         let mut per_mode = BTreeMap::new();
         for &mode in &modes {
-            let hits = match (mode.product_mode(), &baseline) {
-                (Some(product), _) => raw.fused(snapshot, params, product),
-                (None, Some(b)) => b.rank(snapshot, embedder, &q.query)?,
-                (None, None) => unreachable!("the baseline is built whenever its mode runs"),
+            let hits = match (mode, mode.product_mode(), &baseline) {
+                (_, Some(product), _) => raw.fused(snapshot, params, product),
+                (EvalMode::HybridAlt, _, _) => raw.fused_with_alternatives(snapshot, params),
+                (EvalMode::BaselineAlt, _, Some(b)) => {
+                    let mut lists = vec![b.rank(snapshot, embedder, &q.query)?];
+                    for a in &q.alternatives {
+                        lists.push(b.rank(snapshot, embedder, a)?);
+                    }
+                    retrieval::fuse_lists(snapshot, lists, super::baseline::RRF_K, |_| 1.0)
+                }
+                (_, _, Some(b)) => b.rank(snapshot, embedder, &q.query)?,
+                (_, _, None) => unreachable!("the baseline is built whenever its mode runs"),
             };
+            let alt = EvalMode::WITH_ALTERNATIVES.contains(&mode);
             let answer = Answer {
-                semantic_only: hits.iter().any(|h| h.bm25_rank.is_none()),
+                semantic_only: hits.iter().any(|h| h.match_type == MatchType::Semantic),
                 ords: hits.iter().map(|h| h.ord).collect(),
+                matched_by: if alt {
+                    hits.iter().map(|h| h.matched_by.clone()).collect()
+                } else {
+                    Vec::new()
+                },
             };
             per_mode.insert(mode, answer);
         }
@@ -655,6 +776,7 @@ pub fn run(
                 source: q.source.clone(),
                 query: q.query.clone(),
                 lang: q.lang.clone(),
+                alternatives: q.alternatives.clone(),
                 negative: q.negative,
                 direct: direct.len(),
                 relevant: q.relevant.len(),
@@ -672,6 +794,24 @@ pub fn run(
                                 first_direct_rank: first.map(|p| p + 1),
                                 outranked_by: a.ords.iter().take(above).map(id_of).collect(),
                                 semantic_only: q.negative.then_some(a.semantic_only),
+                                first_direct_found_by: (!a.matched_by.is_empty()
+                                    || EvalMode::WITH_ALTERNATIVES.contains(mode))
+                                .then(|| {
+                                    let phrasings: Vec<&str> = std::iter::once(q.query.as_str())
+                                        .chain(q.alternatives.iter().map(String::as_str))
+                                        .collect();
+                                    first
+                                        .and_then(|p| a.matched_by.get(p))
+                                        .map(|m| {
+                                            m.iter()
+                                                .map(|r| MatchedBy {
+                                                    phrasing: phrasings[r.phrasing].to_string(),
+                                                    rank: r.rank,
+                                                })
+                                                .collect()
+                                        })
+                                        .unwrap_or_default()
+                                }),
                             },
                         )
                     })
@@ -712,6 +852,7 @@ mod tests {
             source: "t:1".into(),
             query: "q".into(),
             lang: None,
+            alternatives: Vec::new(),
             relevant: relevant.iter().map(|(k, g)| (k.to_string(), *g)).collect(),
             negative: false,
         }
@@ -745,6 +886,42 @@ mod tests {
         assert!(!q.negative);
         let n = parse_line("f:2", r#"{"query": "x", "relevant": {}}"#).unwrap();
         assert!(n.negative);
+    }
+
+    #[test]
+    fn alternatives_of_a_line_are_read_trimmed_and_checked_as_the_tool_checks_them() {
+        let q = parse_line(
+            "f:3",
+            r#"{"query": "contains an EU IBAN", "alternatives": [" iban ", "payee_iban"], "relevant": ["a"]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            q.alternatives,
+            vec!["iban".to_string(), "payee_iban".into()]
+        );
+        let none = parse_line("f:4", r#"{"query": "x", "relevant": ["a"]}"#).unwrap();
+        assert!(none.alternatives.is_empty());
+        let e = parse_line(
+            "f:5",
+            r#"{"query": "iban", "alternatives": ["IBAN"], "relevant": ["a"]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, "InvalidQueryFile");
+        assert!(
+            e.message.starts_with(
+                "f:5: alternatives[0] (\"IBAN\") repeats the description (case-insensitive)"
+            ),
+            "{}",
+            e.message
+        );
+        let e = parse_line(
+            "f:6",
+            r#"{"query": "x", "alternatives": "iban", "relevant": ["a"]}"#,
+        )
+        .unwrap_err();
+        assert!(e
+            .message
+            .starts_with("f:6: \"alternatives\" must be a list of strings"));
     }
 
     #[test]

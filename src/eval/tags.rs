@@ -208,6 +208,7 @@ pub fn run(
                 .chars()
                 .take(crate::limits::MAX_DESCRIPTION_CHARS)
                 .collect(),
+            alternatives: None,
             domain: None,
             table: None,
         };

@@ -10,27 +10,41 @@ use super::{CacheScope, Caller, Context, ToolError};
 use crate::catalog::{Domain, SourceFreshness, Tags};
 use crate::index::documents::Kind;
 use crate::index::Snapshot;
-use crate::limits::{DEFAULT_LIMIT, MAX_DESCRIPTION_CHARS, MAX_DOMAINS, MAX_LIMIT};
+use crate::limits::{
+    DEFAULT_LIMIT, MAX_ALTERNATIVES, MAX_ALTERNATIVE_CHARS, MAX_DESCRIPTION_CHARS, MAX_DOMAINS,
+    MAX_LIMIT,
+};
 use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 
-pub const DESCRIPTION: &str = "Find existing catalog columns and tag-ontology values whose \
-description matches yours (e.g. \"contains an EU IBAN\"), to see how comparable columns are \
-already classified. Searches only the snapshot's closed set: every entry is a real column \
-(id column:<domain>.<table>.<column>) or ontology value (id ontology:<key>=<value>). Matching: \
-whole words after English stemming, lower-casing and accent folding (identifiers are split at _ \
-and camelCase); German words and abbreviations (cust, dob, nr) also match through their English \
-terms, and a run-together word the catalog lacks (seriesnumber) through its parts (all echoed in \
-request.glossary_terms); word* matches words starting with word; \"quoted words\" match as a phrase. Semantic \
-matches come from an embedding model and must reach min_similarity; each entry says match_type \
-lexical, semantic or both. A column named as a key (last word id, key, no or nr, e.g. \
-customer_no) ranks lower unless your description asks for an identifier (id, number, key, \
-Nummer, who...), so keys of the thing you name do not crowd out the attribute you ask for. \
-Omitted domains means every domain you may read (echoed in \
-request.domains); omitted kinds means both column and ontology_value. Order: score desc, id asc \
-(sort_key). limit 1-50 (default 10); pass next_cursor to get the next page of the same search. \
-Before acting on a tag, read the dataset live with get_dataset and validate with resolve_lf_tag. \
-When nothing matches, the result says so (match_type none) with a hint and suggestions derived \
-from your words that were not searched.";
+pub const DESCRIPTION: &str =
+    "Find existing catalog columns and tag-ontology values whose description matches yours (e.g. \
+\"contains an EU IBAN\"), to see how comparable columns are already classified. Searches only \
+the snapshot's closed set: every entry is a real column (id column:<domain>.<table>.<column>) \
+or ontology value (id ontology:<key>=<value>). Matching: whole words after English stemming, \
+lower-casing and accent folding (identifiers are split at _ and camelCase); German words and \
+abbreviations (cust, dob, nr) also match through their English terms, and a run-together word \
+the catalog lacks (seriesnumber) through its parts (all echoed in request.glossary_terms); \
+word* matches words starting with word; \"quoted words\" match as a phrase. Semantic matches \
+come from an embedding model and must reach min_similarity; each entry says match_type lexical, \
+semantic or both. A column named as a key (last word id, key, no or nr, e.g. customer_no) ranks \
+lower unless your description asks for an identifier (id, number, key, Nummer, who...), so keys \
+of the thing you name do not crowd out the attribute you ask for. Pass alternatives when you \
+know other ways such a column is named or described: likely column names of such a column \
+elsewhere, in snake_case (payee_iban); the standard term; English words for a German \
+description; at most 8. Each phrasing is searched once, exactly as given, like the description, \
+and all lists are fused into one; each entry's matched_by names the phrasings that found it and \
+its rank in each. Omitted domains means every domain you may read (echoed in request.domains); \
+omitted kinds means both column and ontology_value. Order: score desc, id asc (sort_key). limit \
+1-50 (default 10); pass next_cursor to get the next page of the same search. Before acting on a \
+tag, read the dataset live with get_dataset and validate with resolve_lf_tag. When nothing \
+matches, the result says so (match_type none) with a hint and suggestions derived from your \
+words that were not searched.";
+
+/// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
+pub const ALTERNATIVES_DESCRIPTION: &str = "Other phrasings of what the column holds, each searched exactly as given, like the description: \
+likely column names of such a column elsewhere, in snake_case; the standard term; English words \
+for a German description. At most 8, each 1-200 characters, no duplicates of each other or of \
+the description; omitted or [] means the description alone.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -38,6 +52,11 @@ pub struct Input {
     /// What the column holds, in your words (1-1000 characters).
     #[schemars(length(max = MAX_DESCRIPTION_CHARS))]
     pub description: String,
+    /// Other phrasings of what the column holds, each searched as given (see
+    /// [`ALTERNATIVES_DESCRIPTION`], what the schema says).
+    #[serde(default)]
+    #[schemars(description = ALTERNATIVES_DESCRIPTION, length(max = MAX_ALTERNATIVES), inner(length(max = MAX_ALTERNATIVE_CHARS)))]
+    pub alternatives: Option<Vec<String>>,
     /// Domains to search (at most 64); omitted = every domain you may read.
     #[serde(default)]
     #[schemars(length(max = MAX_DOMAINS))]
@@ -81,8 +100,20 @@ pub struct Entry {
     pub match_type: MatchType,
     pub bm25_rank: Option<u32>,
     pub dense_rank: Option<u32>,
-    /// Cosine similarity to the description, when the dense side found the entry.
+    /// Cosine similarity to the description, when the dense side found the entry. With
+    /// alternatives, `bm25_rank`, `dense_rank` and `similarity` are those of the first phrasing
+    /// in `matched_by`.
     pub similarity: Option<f32>,
+    /// The phrasings that found this entry, in input order (description first), each with the
+    /// entry's rank in that phrasing's own hybrid (or bm25/dense) list.
+    pub matched_by: Vec<MatchedBy>,
+}
+
+/// One phrasing that found an entry, and the entry's rank (1-based) in that phrasing's own list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MatchedBy {
+    pub phrasing: String,
+    pub rank: u32,
 }
 
 /// Whether the domains came from the caller or from their authorisation.
@@ -97,6 +128,8 @@ pub enum ScopeSource {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RequestEcho {
     pub description: String,
+    /// Your alternatives exactly as searched (trimmed), in input order; empty when none.
+    pub alternatives: Vec<String>,
     pub domains: Vec<String>,
     pub scope_source: ScopeSource,
     pub kinds: Vec<Kind>,
@@ -105,13 +138,15 @@ pub struct RequestEcho {
     pub mode: Mode,
     pub snapshot_id: String,
     pub min_similarity: f64,
-    /// English terms added for German words and abbreviations of the description, and the
-    /// parts of its run-together words (searched alongside your words, at lower weight);
-    /// empty when none.
+    /// English terms added for German words and abbreviations of the description and of each
+    /// alternative, and the parts of their run-together words (each searched alongside the
+    /// words of its own phrasing, at lower weight); empty when none.
     pub glossary_terms: Vec<String>,
     /// Factor applied to the scores of key columns (`customer_no`, `claimId`): 1.0 when the
     /// description asks for an identifier, below 1.0 otherwise.
     pub key_column_weight: f64,
+    /// How the phrasings' lists are fused (used only with alternatives).
+    pub params: retrieval::PhrasingFusion,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -204,7 +239,7 @@ pub fn resolve_domains(
     }
 }
 
-fn entry(snapshot: &Snapshot, hit: &Hit) -> Entry {
+fn entry(snapshot: &Snapshot, phrasings: &[&str], hit: &Hit) -> Entry {
     let d = snapshot.doc(hit.ord);
     Entry {
         id: d.id.clone(),
@@ -222,6 +257,14 @@ fn entry(snapshot: &Snapshot, hit: &Hit) -> Entry {
         bm25_rank: hit.bm25_rank,
         dense_rank: hit.dense_rank,
         similarity: hit.similarity.map(|s| (s * 1e4).round() / 1e4),
+        matched_by: hit
+            .matched_by
+            .iter()
+            .map(|m| MatchedBy {
+                phrasing: phrasings[m.phrasing].to_string(),
+                rank: m.rank,
+            })
+            .collect(),
     }
 }
 
@@ -261,6 +304,70 @@ pub fn check_limits(input: &Input) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// The caller's alternatives, trimmed, exactly as they will be searched; `None` and `[]` are
+/// none. Refused with `InvalidArguments` naming the item and the limit: more than
+/// [`MAX_ALTERNATIVES`], an item empty after trimming or over [`MAX_ALTERNATIVE_CHARS`], or one
+/// that repeats the description or an earlier item (case-insensitive). The one check of this
+/// argument: `suggest_tags` passes its alternatives here through [`run_excluding`].
+pub fn check_alternatives(
+    description: &str,
+    alternatives: Option<&[String]>,
+) -> Result<Vec<String>, ToolError> {
+    let given = alternatives.unwrap_or_default();
+    let refuse = |index: Option<usize>, message: String| {
+        let e = ToolError::new("InvalidArguments", message)
+            .with("argument", "alternatives")
+            .with("max_items", MAX_ALTERNATIVES)
+            .with("max_chars", MAX_ALTERNATIVE_CHARS);
+        match index {
+            Some(i) => e.with("item", i).with("value", &given[i]),
+            None => e.with("got", given.len()),
+        }
+    };
+    if given.len() > MAX_ALTERNATIVES {
+        return Err(refuse(
+            None,
+            format!(
+                "alternatives has {} phrasings; at most {MAX_ALTERNATIVES} are accepted — keep the {MAX_ALTERNATIVES} most likely (column names, the standard term, English words)",
+                given.len()
+            ),
+        ));
+    }
+    let description = description.trim().to_lowercase();
+    let mut out: Vec<String> = Vec::with_capacity(given.len());
+    for (i, raw) in given.iter().enumerate() {
+        let a = raw.trim();
+        let chars = a.chars().count();
+        if chars == 0 {
+            return Err(refuse(
+                Some(i),
+                format!("alternatives[{i}] is empty after trimming; each alternative is 1-{MAX_ALTERNATIVE_CHARS} characters — drop it or write a phrasing"),
+            ));
+        }
+        if chars > MAX_ALTERNATIVE_CHARS {
+            return Err(refuse(
+                Some(i),
+                format!("alternatives[{i}] has {chars} characters; each alternative is at most {MAX_ALTERNATIVE_CHARS} — shorten it to a column name or a short phrase"),
+            ));
+        }
+        let folded = a.to_lowercase();
+        if folded == description {
+            return Err(refuse(
+                Some(i),
+                format!("alternatives[{i}] (\"{a}\") repeats the description (case-insensitive); the description is searched anyway — drop it or give another phrasing"),
+            ));
+        }
+        if let Some(j) = out.iter().position(|b| b.to_lowercase() == folded) {
+            return Err(refuse(
+                Some(i),
+                format!("alternatives[{i}] (\"{a}\") repeats alternatives[{j}] (case-insensitive); each phrasing is searched once — drop one of them"),
+            ));
+        }
+        out.push(a.to_string());
+    }
+    Ok(out)
+}
+
 /// Validates the input and runs the search.
 pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
     run_excluding(ctx, caller, input, &|_| false)
@@ -276,6 +383,7 @@ pub fn run_excluding(
     exclude: &dyn Fn(&crate::index::documents::Document) -> bool,
 ) -> Result<Output, ToolError> {
     check_limits(&input)?;
+    let alternatives = check_alternatives(&input.description, input.alternatives.as_deref())?;
     let (snapshot, embedder) = ctx.retrieval_parts()?;
     let description = input.description.trim().to_string();
     if description.is_empty() {
@@ -329,6 +437,7 @@ pub fn run_excluding(
     let params = ctx.retrieval;
     let query = retrieval::Query {
         description: &description,
+        alternatives: &alternatives,
         domains: &domains,
         kinds: &kinds,
         mode,
@@ -353,6 +462,7 @@ pub fn run_excluding(
                 },
             )
         })?;
+    let phrasings = query.phrasings();
     let mut hits = searched.hits;
     hits.retain(|h| !exclude(snapshot.doc(h.ord)));
     let total = hits.len();
@@ -360,7 +470,7 @@ pub fn run_excluding(
         .iter()
         .skip(offset)
         .take(limit)
-        .map(|h| entry(&snapshot, h))
+        .map(|h| entry(&snapshot, &phrasings, h))
         .collect();
     // Saturating: the offset comes from the caller's cursor and may be anything (a cursor near
     // `usize::MAX` overflowed here; found by tests/properties.rs).
@@ -375,6 +485,7 @@ pub fn run_excluding(
     });
     let request = RequestEcho {
         description: description.clone(),
+        alternatives: alternatives.clone(),
         domains: domains.clone(),
         scope_source,
         kinds: kinds.clone(),
@@ -385,6 +496,7 @@ pub fn run_excluding(
         min_similarity: (f64::from(params.min_similarity) * 1000.0).round() / 1000.0,
         glossary_terms: searched.expansion,
         key_column_weight: params.key_weight_for(searched.asks_for_identifier),
+        params: params.phrasings,
     };
     let empty = page.is_empty();
     let hint = empty.then(|| {
@@ -398,12 +510,17 @@ pub fn run_excluding(
         } else {
             String::new()
         };
+        let searched_texts = phrasings
+            .iter()
+            .map(|p| format!("\"{p}\""))
+            .collect::<Vec<_>>()
+            .join(" or ");
         format!(
-            "No {} in domains [{}] of snapshot {} matched \"{}\" by {} (semantic matches need similarity >= {}).{} {}",
+            "No {} in domains [{}] of snapshot {} matched {} by {} (semantic matches need similarity >= {}).{} {}",
             kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(" or "),
             domains.join(", "),
             snapshot.manifest.id,
-            description,
+            searched_texts,
             sides,
             params.min_similarity,
             past_end,
@@ -417,7 +534,7 @@ pub fn run_excluding(
     });
     Ok(Output {
         match_type: empty.then(|| "none".to_string()),
-        suggestions: empty.then(|| retrieval::suggestions(&description)),
+        suggestions: empty.then(|| retrieval::suggestions_for(&phrasings)),
         hint,
         entries: page,
         sort_key: "score desc, id asc".into(),

@@ -15,7 +15,8 @@ use crate::index::documents::Kind;
 use crate::ontology::Resolution;
 
 pub const DESCRIPTION: &str = "Suggest LF-tags for a new column from precedent: runs \
-find_precedents over columns for your description and counts, per ontology key, how the matched \
+find_precedents over columns for your description (and your alternatives, each searched as \
+given, as find_precedents does) and counts, per ontology key, how the matched \
 columns are tagged (values with the column ids that carry them and their share). With domain and \
 table, also reads that dataset live and counts its sibling columns' tags, and names the value a \
 new column there would inherit (table or database tag). Only ontology values appear. Shares \
@@ -41,6 +42,11 @@ pub struct Input {
     /// What the new column holds (1-1000 characters).
     #[schemars(length(max = crate::limits::MAX_DESCRIPTION_CHARS))]
     pub description: String,
+    /// Other phrasings of what the new column holds, passed to the precedent search (see
+    /// [`find_precedents::ALTERNATIVES_DESCRIPTION`], what the schema says).
+    #[serde(default)]
+    #[schemars(description = find_precedents::ALTERNATIVES_DESCRIPTION, length(max = crate::limits::MAX_ALTERNATIVES), inner(length(max = crate::limits::MAX_ALTERNATIVE_CHARS)))]
+    pub alternatives: Option<Vec<String>>,
     /// Target dataset's domain (with table).
     #[serde(default)]
     pub domain: Option<Domain>,
@@ -209,6 +215,7 @@ pub fn run_excluding(
         caller,
         find_precedents::Input {
             description: input.description.clone(),
+            alternatives: input.alternatives.clone(),
             domains: None,
             kinds: Some(vec![Kind::Column]),
             limit: Some(PRECEDENTS),
