@@ -344,6 +344,10 @@ impl EvalMode {
     }
 }
 
+/// One phrasing's candidates: its lexical and dense sides and whether it asks for an
+/// identifier (the key-column rule).
+pub type PhrasingCandidates = (Vec<(u32, f32)>, Vec<(u32, f32)>, bool);
+
 /// The product's candidates of one query, retrieved once and fused per mode: the
 /// description's sides, and each alternative's.
 pub struct Raw {
@@ -351,7 +355,7 @@ pub struct Raw {
     pub dense: Vec<(u32, f32)>,
     pub asks_for_identifier: bool,
     /// Per alternative: its lexical and dense candidates and its key-column rule.
-    pub alternatives: Vec<(Vec<(u32, f32)>, Vec<(u32, f32)>, bool)>,
+    pub alternatives: Vec<PhrasingCandidates>,
 }
 
 impl Raw {
