@@ -28,8 +28,8 @@
 //!   caller's scope, reciprocal-rank fusion with the similarity floor, key columns weighted
 //!   down unless an identifier is asked for, total order — per phrasing, the description and
 //!   each of the caller's alternatives — then the phrasings' lists fused into one), its
-//!   `Params` (every tunable weight,
-//!   `govcat eval --param`), cursors, suggestions from the caller's words.
+//!   `Params` (every tunable weight, `govcat eval --param`), cursors, suggestions from the
+//!   caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
 //!   and one dispatcher (`tools::call`) shared by every transport.
 //! - [`prompts`]: the prompts a host offers as slash commands (`tag-new-column`,
@@ -39,9 +39,10 @@
 //! - [`audit`]: one JSON line per call (who, which tool, redacted arguments, outcome).
 //! - [`app`]: the wiring `server` and `cli` share — the global options, the tool `Context`
 //!   built from them, the embedding model, and how an error is reported to the user.
-//! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp`, REST `/v1/tools`, health,
-//!   metrics, RFC 9728 metadata) behind the token guard, and MCP over stdio; thin adapters over
-//!   `tools::call` that audit every call and refuse to answer one they could not audit.
+//! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp` with bounded sessions, REST
+//!   `/v1/tools`, health, metrics, RFC 9728 metadata) behind the token guard, and MCP over
+//!   stdio; thin adapters over `tools::call` that audit every call and refuse to answer one
+//!   they could not audit.
 //! - [`eval`]: quality measured on any catalog (`govcat eval queries|tags`): recall, MRR,
 //!   nDCG and leave-one-out tag accuracy, each next to a textbook baseline of the same run;
 //!   JSON and a self-contained HTML report. The `quality` bench uses the same code.

@@ -1529,8 +1529,7 @@ fn with_alternatives_every_phrasing_is_searched_once_unchanged_and_no_suggestion
         json!(format!(
             "No column or ontology_value in domains [{}] of snapshot {} matched \"{NONSENSE}\" or \
              \"{}\" or \"{}\" by {HYBRID_SIDES} (semantic matches need similarity >= {}). Next: try \
-             one of `suggestions` (derived from your words, not searched), other or fewer words, \
-             mode hybrid, or kinds/domains you left out.",
+             one of `suggestions` (derived from your words, not searched), or other or fewer words.",
             ALL_DOMAINS.join(", "),
             built.manifest.id,
             NONSENSE_ALTERNATIVES[0],

@@ -260,9 +260,12 @@ fn readyz_is_503_until_a_snapshot_loads() {
         (&snapshot["rebuilds_ok"], &snapshot["rebuilds_failed"]),
         (&json!(0), &json!(0))
     );
+    // The next step names the command with the flags in effect (`--index`).
     assert_eq!(
         snapshot["last_error"],
-        json!(govcat::index::IndexError::NoSnapshot { dir: dir.into() }.to_string())
+        json!(format!(
+            "no snapshot in {dir}; run `govcat index --index {dir}` to build one"
+        ))
     );
 }
 
