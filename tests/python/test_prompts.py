@@ -68,7 +68,10 @@ async def test_tag_new_column_names_the_four_tools_in_order(connect: Connect) ->
     assert positions == sorted(positions)
     assert [t for t, _ in planned_calls(result)] == TOOLS_IN_ORDER
     assert [m.role for m in result.messages] == ["user", "assistant", "user"]
-    assert planned_calls(result)[0] == ("find_precedents", {"description": "contains an EU IBAN"})
+    assert planned_calls(result)[0] == (
+        "find_precedents",
+        {"description": "contains an EU IBAN", "alternatives": PLACEHOLDER_ALTERNATIVES},
+    )
 
 
 async def test_an_unknown_prompt_or_missing_argument_is_an_error_naming_the_arguments(
@@ -110,6 +113,12 @@ async def test_prompt_arguments_complete_like_the_dataset_template(connect: Conn
     assert description.completion.values == []
 
 
+# What the prompt's planned calls put where the assistant writes its own phrasings.
+PLACEHOLDER_ALTERNATIVES = ["<the new column's name>", "<two to four other phrasings>"]
+# The phrasings this test, playing the assistant, fills in (test input, not evaluation data).
+ASSISTANT_ALTERNATIVES = ["iban", "customer_iban", "customer bank account IBAN"]
+
+
 async def test_tag_new_column_steps_run_with_the_real_tools_and_the_tag_set_resolves(
     connect: Connect,
 ) -> None:
@@ -121,8 +130,15 @@ async def test_tag_new_column_steps_run_with_the_real_tools_and_the_tag_set_reso
         assert [t for t, _ in calls] == TOOLS_IN_ORDER
         (_, search), (_, suggest), (_, chosen), (_, live) = calls
         assert chosen is None  # the assistant chooses the set; here: suggest_tags' proposal
-        assert suggest == {"description": "contains an EU IBAN", **TARGET}
+        assert suggest == {
+            "description": "contains an EU IBAN",
+            "alternatives": PLACEHOLDER_ALTERNATIVES,
+            **TARGET,
+        }
         assert live == TARGET
+        # The assistant fills the placeholders in with the column's name and other phrasings.
+        search = {**search, "alternatives": ASSISTANT_ALTERNATIVES}
+        suggest = {**suggest, "alternatives": ASSISTANT_ALTERNATIVES}
 
         precedents = await client.call_tool("find_precedents", search)
         assert precedents.is_error is False
