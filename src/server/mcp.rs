@@ -209,11 +209,7 @@ pub async fn end_session(
     request: Request,
     next: Next,
 ) -> Response {
-    let session = request
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
+    let session = super::sessions::session_of(request.headers()).map(str::to_string);
     let (true, Some(session)) = (request.method() == Method::DELETE, session) else {
         return next.run(request).await;
     };

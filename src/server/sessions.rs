@@ -498,6 +498,11 @@ impl SessionManager for Sessions {
     }
 }
 
+/// The `Mcp-Session-Id` of a request or response, if it carries a readable one.
+pub fn session_of(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+}
+
 /// Who a session belongs to for the per-principal cap: the token's subject under `--auth jwt`,
 /// else the peer's IP address (every connection of one host is one principal).
 fn principal_of(request: &Request) -> String {
@@ -519,12 +524,7 @@ pub async fn mark_busy(
     request: Request,
     next: Next,
 ) -> Response {
-    let session = request
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(SessionId::from);
-    let Some(id) = session else {
+    let Some(id) = session_of(request.headers()).map(SessionId::from) else {
         return next.run(request).await;
     };
     if request.method() == Method::GET {
@@ -563,11 +563,7 @@ pub async fn admit_sessions(
         return refused(&cap, init_id);
     }
     let response = next.run(request).await;
-    match response
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-    {
+    match session_of(response.headers()) {
         Some(id) => sessions.register(&principal, SessionId::from(id)).await,
         None => sessions.release(&principal),
     }
