@@ -297,8 +297,10 @@ pub enum EvalMode {
     Hybrid,
     Baseline,
     /// The product with the query line's alternatives (`find_precedents` with `alternatives`).
+    #[value(name = "hybrid_alt", alias = "hybrid-alt")]
     HybridAlt,
     /// The baseline run once per phrasing, fused by RRF k 60 with equal weights.
+    #[value(name = "baseline_alt", alias = "baseline-alt")]
     BaselineAlt,
 }
 
@@ -848,6 +850,21 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn modes_are_named_on_the_command_line_as_in_the_report() {
+        use clap::ValueEnum;
+        for mode in [EvalMode::HybridAlt, EvalMode::BaselineAlt, EvalMode::Hybrid] {
+            let reported = serde_json::to_value(mode).unwrap();
+            let name = reported.as_str().unwrap();
+            assert_eq!(EvalMode::from_str(name, false), Ok(mode));
+        }
+        // The kebab-case spelling clap would have chosen still parses.
+        assert_eq!(
+            EvalMode::from_str("hybrid-alt", false),
+            Ok(EvalMode::HybridAlt)
+        );
+    }
+
     use super::*;
 
     fn labelled(relevant: &[(&str, u8)]) -> Labelled {
