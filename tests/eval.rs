@@ -137,6 +137,7 @@ fn the_held_out_column_is_never_its_own_precedent() {
     let input = || suggest_tags::Input {
         description: tags::description_of(doc),
         alternatives: None,
+        min_confidence: None,
         domain: None,
         table: None,
     };
