@@ -660,7 +660,9 @@ mod tests {
         assert_eq!(r.ece, 0.176);
         // Precision 1.0 holds for the two 0.95s: coverage 2 of 8 columns.
         assert_eq!(r.coverage_at_precision["0.90"], 0.25);
-        assert_eq!(coverage_at(&scored, 8, 0.6), 0.5);
+        // Keeping all five: 3 right of 5 = 0.6 precise, 5 of 8 columns.
+        assert_eq!(coverage_at(&scored, 8, 0.6), 0.625);
+        assert_eq!(coverage_at(&scored, 8, 0.7), 0.5);
         assert_eq!(at_threshold(&scored, 8, 0.9), (Some(0.6667), 0.375));
         assert_eq!(at_threshold(&scored, 8, 0.99), (None, 0.0));
     }
