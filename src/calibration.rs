@@ -275,11 +275,7 @@ fn quantile(mut values: Vec<f64>, q: f64) -> f64 {
 pub fn fit_model(rows: &[(&Evidence, bool)]) -> Model {
     let n = rows.len();
     let right = rows.iter().filter(|r| r.1).count();
-    let accuracy = if n == 0 {
-        0.0
-    } else {
-        right as f64 / n as f64
-    };
+    let accuracy = if n == 0 { 0.0 } else { right as f64 / n as f64 };
     let x: Vec<[f64; NF]> = rows.iter().map(|(e, _)| e.features()).collect();
     let y: Vec<f64> = rows.iter().map(|r| f64::from(u8::from(r.1))).collect();
     let mut free = [true; NF];
@@ -367,12 +363,15 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         }
         a.swap(col, pivot);
         b.swap(col, pivot);
-        for r in col + 1..n {
-            let f = a[r][col] / a[col][col];
-            for c in col..n {
-                a[r][c] -= f * a[col][c];
-            }
-            b[r] -= f * b[col];
+        let (top, rest) = a.split_at_mut(col + 1);
+        let pivot_row = &top[col];
+        for (r, row) in rest.iter_mut().enumerate() {
+            let f = row[col] / pivot_row[col];
+            row.iter_mut()
+                .zip(pivot_row)
+                .skip(col)
+                .for_each(|(x, p)| *x -= f * p);
+            b[col + 1 + r] -= f * b[col];
         }
     }
     let mut s = vec![0.0; n];
@@ -505,7 +504,7 @@ fn digest(text: &str) -> [u8; 32] {
 /// the first byte of sha256("domain.table") is even. Tables, not columns, so sibling columns
 /// never straddle the split; the same rule for every catalog.
 pub fn is_calibration_table(domain: &str, table: &str) -> bool {
-    digest(&format!("{domain}.{table}"))[0] % 2 == 0
+    digest(&format!("{domain}.{table}"))[0].is_multiple_of(2)
 }
 
 /// At most `max` of `items` (domain, id), chosen deterministically: every domain keeps its
@@ -607,7 +606,10 @@ mod tests {
         assert_eq!(map.confidence("k", &ev(1.0, third - 1e-9)), 0.0);
         assert!(map.outside_support(&ev(1.0, 0.2)));
         assert!(map.confidence("k", &ev(1.0, third)) > 0.5);
-        assert_eq!(map.keys["k"].observations, 98, "fitted on the proposals within support");
+        assert_eq!(
+            map.keys["k"].observations, 98,
+            "fitted on the proposals within support"
+        );
     }
 
     #[test]

@@ -677,7 +677,11 @@ fn calibration_summary(c: &crate::eval::tags::CalibrationReport) -> String {
                     .map_or("-".to_string(), |p| format!("{p:.3}")),
                 k.precedent_weight_at_0_9.coverage
             ),
-            k.held_out.coverage_at_precision.get("0.90").copied().unwrap_or(0.0),
+            k.held_out
+                .coverage_at_precision
+                .get("0.90")
+                .copied()
+                .unwrap_or(0.0),
             k.precedent_weight_coverage_at_precision
                 .get("0.90")
                 .copied()

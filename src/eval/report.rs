@@ -313,7 +313,10 @@ fn coverage_svg(key: &str, k: &super::tags::KeyCalibration) -> String {
     axes(&mut b, "coverage", "precision");
     for (curve, style) in [
         (&k.curve, "stroke=\"#4a7ab0\""),
-        (&k.precedent_weight_curve, "stroke=\"#c0504d\" stroke-dasharray=\"4 3\""),
+        (
+            &k.precedent_weight_curve,
+            "stroke=\"#c0504d\" stroke-dasharray=\"4 3\"",
+        ),
     ] {
         let points: Vec<String> = curve
             .iter()
@@ -351,6 +354,11 @@ fn calibration_html(c: &super::tags::CalibrationReport) -> String {
             .join(" / ")
     };
     let mut row = |key: &str, k: &super::tags::KeyCalibration| {
+        let raw_threshold = format!(
+            "{} / {}",
+            opt3(k.precedent_weight_at_0_9.precision),
+            f3(k.precedent_weight_at_0_9.coverage)
+        );
         let _ = write!(
             b,
             "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -360,11 +368,7 @@ fn calibration_html(c: &super::tags::CalibrationReport) -> String {
             f3(k.held_out.ece),
             opt3(k.at_min_confidence_0_9.precision),
             f3(k.at_min_confidence_0_9.coverage),
-            format!(
-                "{} / {}",
-                opt3(k.precedent_weight_at_0_9.precision),
-                f3(k.precedent_weight_at_0_9.coverage)
-            ),
+            raw_threshold,
             three(&k.held_out.coverage_at_precision),
             three(&k.precedent_weight_coverage_at_precision)
         );

@@ -16,6 +16,10 @@ use crate::index::Progress;
 /// Descriptions embedded per forward pass before their suggestions run (the query cache then
 /// answers the search's own embedding).
 const EMBED_AHEAD: usize = 32;
+/// What [`leave_one_out`] hands on per column: the column, the description it was suggested
+/// from, the suggestion and its per-key evidence.
+pub type Each<'a> = dyn FnMut(&Document, String, Output, BTreeMap<String, Evidence>) + 'a;
+
 /// Threads the suggestions of a batch run on, at most.
 const WORKERS: usize = 2;
 
@@ -64,7 +68,7 @@ pub fn leave_one_out(
     hidden: &(dyn Fn(&Document, &Document) -> bool + Sync),
     min_confidence: Option<f64>,
     progress: &dyn Progress,
-    each: &mut dyn FnMut(&Document, String, Output, BTreeMap<String, Evidence>),
+    each: &mut Each,
 ) -> Result<(), ToolError> {
     let (snapshot, embedder) = ctx.retrieval_parts()?;
     progress.start(
@@ -115,7 +119,10 @@ pub fn leave_one_out(
                 .collect();
             handles
                 .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .flat_map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
                 .collect()
         });
         for ((doc, description), outcome) in chunk.iter().zip(descriptions).zip(outcomes) {
@@ -140,7 +147,10 @@ pub fn observations(
         .iter()
         .filter_map(|k| {
             let real = value_of(ctx, doc, &k.key)?;
-            let top = k.candidates.iter().find(|c| !c.precedents.columns.is_empty())?;
+            let top = k
+                .candidates
+                .iter()
+                .find(|c| !c.precedents.columns.is_empty())?;
             Some(Observation {
                 key: k.key.clone(),
                 evidence: *evidence.get(&k.key)?,
@@ -212,7 +222,9 @@ pub fn fit_snapshot(ctx: &Context, progress: &dyn Progress) -> Result<Map, ToolE
         &|held, other| other.id == held.id,
         None,
         progress,
-        &mut |doc, _, out, evidence| observations.extend(self::observations(ctx, doc, &out, &evidence)),
+        &mut |doc, _, out, evidence| {
+            observations.extend(self::observations(ctx, doc, &out, &evidence))
+        },
     )?;
     Ok(calibration::fit(
         &observations,
