@@ -39,7 +39,7 @@ pub enum Command {
         out: PathBuf,
     },
     /// Build a snapshot (ontology values + every column, embedded and indexed) and publish it.
-    Index,
+    Index(IndexArgs),
     /// Find precedent columns and ontology values for a description (find_precedents).
     Search {
         /// What the column holds, e.g. "contains an EU IBAN".
@@ -117,6 +117,34 @@ pub enum Command {
         #[command(subcommand)]
         what: EvalCommand,
     },
+}
+
+/// `govcat index` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct IndexArgs {
+    /// After the local snapshot is complete, upload it to s3://BUCKET/PREFIX (or a directory,
+    /// e.g. a shared volume): its files under PREFIX/snapshots/<id>/, then PREFIX/CURRENT last,
+    /// so a replica (govcat serve --follow) never sees a CURRENT whose snapshot is incomplete.
+    #[arg(long, value_name = "S3_URL_OR_DIR")]
+    pub publish: Option<String>,
+    /// With --publish: published snapshots kept under the prefix (the newest N; the one
+    /// CURRENT names is never deleted).
+    #[arg(long, value_name = "N", default_value_t = crate::sync::DEFAULT_KEEP,
+          value_parser = parse_keep, requires = "publish")]
+    pub keep: usize,
+    /// S3 endpoint for --publish (an S3-compatible store or an emulator); requests then use
+    /// path-style addressing. Credentials and region come from the default AWS chain.
+    #[arg(long, value_name = "URL", env = "AWS_ENDPOINT_URL")]
+    pub s3_endpoint: Option<String>,
+}
+
+fn parse_keep(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "'{s}' is not a number of snapshots to keep; give 1 or more (CURRENT's is always kept)"
+        )),
+    }
 }
 
 /// `eval queries --modes` default: every mode, written as it is typed (comma-separated).
@@ -212,9 +240,26 @@ pub const USAGE_EXIT: u8 = 2;
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     match Cli::try_parse_from(&args) {
-        Ok(cli) => run(cli),
+        Ok(cli) => match usage_problem(&cli) {
+            Some(e) => usage_error(&e, wants_json(&args)),
+            None => run(cli),
+        },
         Err(e) => usage_error(&e, wants_json(&args)),
     }
+}
+
+/// A combination of flags clap accepts but govcat cannot run, as clap's usage error of the
+/// subcommand (so it reads and exits like one).
+pub fn usage_problem(cli: &Cli) -> Option<clap::Error> {
+    use clap::CommandFactory;
+    let Command::Serve(args) = &cli.command else {
+        return None;
+    };
+    let why = args.conflict()?;
+    let mut command = Cli::command();
+    command.build();
+    let serve = command.find_subcommand_mut("serve")?;
+    Some(serve.error(clap::error::ErrorKind::ArgumentConflict, why))
 }
 
 /// Whether `--json` is among the arguments (before a `--`), for an error clap raised before
@@ -288,7 +333,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let (tool, args) = match &cli.command {
         // [dispatch] — commands that are not a single tool call return from here.
         Command::Record { out } => return run_record(&cli.options, out),
-        Command::Index => return run_index(&cli.options),
+        Command::Index(args) => return run_index(&cli.options, args),
         Command::Eval { what } => return run_eval(&cli.options, what),
         Command::Search {
             query,
@@ -621,28 +666,68 @@ impl crate::index::Progress for Bar {
     }
 }
 
-/// `govcat index`: builds and publishes a snapshot; prints its manifest under `--json`.
-fn run_index(options: &Options) -> ExitCode {
-    let result = (|| -> Result<(crate::index::Manifest, crate::index::EmbedReport), ToolError> {
+/// `govcat index`: builds and publishes a snapshot (and, with `--publish`, uploads it);
+/// prints its manifest under `--json` (with a `published` object after `--publish`).
+fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
+    type Built = (
+        crate::index::Manifest,
+        crate::index::EmbedReport,
+        Option<crate::sync::publish::PublishReport>,
+    );
+    let result = (|| -> Result<Built, ToolError> {
+        // The location is checked before the (long) build, so a typo fails at once.
+        let store = match &args.publish {
+            Some(text) => {
+                let location = crate::sync::Location::parse(text)
+                    .map_err(|why| ToolError::new("PublishFailed", format!("--publish: {why}")))?;
+                Some(
+                    crate::sync::Store::open(&location, args.s3_endpoint.as_deref())
+                        .map_err(publish_error)?,
+                )
+            }
+            None => None,
+        };
         let ctx = context(options)?;
         let embedder = load_embedder()?;
         let bar = progress_bar();
         if options.json {
             bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
         }
-        crate::index::build_reporting(
+        let bar = Bar(bar);
+        let (manifest, embedded) = crate::index::build_reporting(
             &options.index,
             &ctx.ontology,
             ctx.source.as_ref(),
             embedder.as_ref(),
-            &Bar(bar),
+            &bar,
         )
-        .map_err(ToolError::from)
+        .map_err(ToolError::from)?;
+        let published = match &store {
+            Some(store) => Some(
+                crate::sync::publish::publish(
+                    &options.index,
+                    &manifest.id,
+                    store,
+                    args.keep,
+                    &bar,
+                )
+                .map_err(publish_error)?,
+            ),
+            None => None,
+        };
+        Ok((manifest, embedded, published))
     })();
     match result {
-        Ok((m, embedded)) => {
+        Ok((m, embedded, published)) => {
             if options.json {
-                print_json(&serde_json::to_value(&m).unwrap_or(Value::Null));
+                let mut v = serde_json::to_value(&m).unwrap_or(Value::Null);
+                if let (Some(obj), Some(p)) = (v.as_object_mut(), &published) {
+                    obj.insert(
+                        "published".into(),
+                        serde_json::to_value(p).unwrap_or(Value::Null),
+                    );
+                }
+                print_json(&v);
             } else {
                 println!(
                     "snapshot {} published in {}: {} documents ({} columns in {} tables of {} domains, {} ontology values), dense index {:?}",
@@ -662,11 +747,37 @@ fn run_index(options: &Options) -> ExitCode {
                 for u in &m.counts.unreadable_tables {
                     println!("  not indexed: {} ({})", u.table, u.reason);
                 }
+                if let Some(p) = &published {
+                    println!(
+                        "  published to {}: {} files, {} bytes, CURRENT = {}; kept {} (deleted {})",
+                        p.location,
+                        p.files,
+                        p.bytes,
+                        p.id,
+                        p.kept.join(", "),
+                        if p.deleted.is_empty() {
+                            "none".to_string()
+                        } else {
+                            p.deleted.join(", ")
+                        }
+                    );
+                }
             }
             ExitCode::SUCCESS
         }
         Err(e) => report_error(options, &e),
     }
+}
+
+/// A failed publish: the object, the problem and the next step. The local snapshot is built
+/// and stays the reuse base of the next run.
+fn publish_error(e: crate::sync::SyncError) -> ToolError {
+    ToolError::new(
+        "PublishFailed",
+        format!("publishing failed: {e} (the local snapshot is built; running the same command again reuses its vectors)"),
+    )
+    .with("object", e.object.clone())
+    .with("reason", e.reason)
 }
 
 fn s(v: &Value) -> &str {
