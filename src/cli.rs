@@ -704,14 +704,8 @@ fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
         .map_err(ToolError::from)?;
         let published = match &store {
             Some(store) => Some(
-                crate::sync::publish::publish(
-                    &options.index,
-                    &manifest.id,
-                    store,
-                    args.keep,
-                    &bar,
-                )
-                .map_err(publish_error)?,
+                crate::sync::publish::publish(&options.index, &manifest.id, store, args.keep, &bar)
+                    .map_err(publish_error)?,
             ),
             None => None,
         };

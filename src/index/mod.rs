@@ -962,7 +962,11 @@ pub fn load_current(index_dir: &Path, embedder: &dyn Embedder) -> Result<Snapsho
 /// Loads one snapshot directory, verifying model and checksums.
 pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError> {
     let manifest = read_manifest(dir)?;
-    check_compatible(&manifest, embedder, &dir.join(MANIFEST).display().to_string())?;
+    check_compatible(
+        &manifest,
+        embedder,
+        &dir.join(MANIFEST).display().to_string(),
+    )?;
     load_checked(dir, manifest)
 }
 

@@ -331,10 +331,18 @@ fn render_follow(out: &mut String, f: &crate::sync::follow::FollowStatus) {
     }
     *out += "# HELP govcat_follow_downloaded_bytes_total Bytes read from the --follow store since start.\n";
     *out += "# TYPE govcat_follow_downloaded_bytes_total counter\n";
-    let _ = writeln!(out, "govcat_follow_downloaded_bytes_total {}", f.downloaded_bytes);
+    let _ = writeln!(
+        out,
+        "govcat_follow_downloaded_bytes_total {}",
+        f.downloaded_bytes
+    );
     *out += "# HELP govcat_follow_downloaded_objects_total Objects read from the --follow store since start.\n";
     *out += "# TYPE govcat_follow_downloaded_objects_total counter\n";
-    let _ = writeln!(out, "govcat_follow_downloaded_objects_total {}", f.downloaded_objects);
+    let _ = writeln!(
+        out,
+        "govcat_follow_downloaded_objects_total {}",
+        f.downloaded_objects
+    );
 }
 
 /// Escapes a label value (backslash, double quote, newline).
@@ -432,7 +440,28 @@ mod tests {
                 evicted: vec![("idle_timeout", 4), ("principal_cap", 9), ("total_cap", 0)],
                 refused: 1,
             }),
+            follow: Some(crate::sync::follow::FollowStatus {
+                swaps: 3,
+                errors: vec![("missing_object", 2), ("access_denied", 0)],
+                lag_seconds: Some(4.5),
+                downloaded_bytes: 2048,
+                downloaded_objects: 5,
+                ..Default::default()
+            }),
         });
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("govcat_follow"))
+                .collect::<Vec<_>>(),
+            vec![
+                "govcat_follow_swaps_total 3",
+                "govcat_follow_errors_total{reason=\"missing_object\"} 2",
+                "govcat_follow_errors_total{reason=\"access_denied\"} 0",
+                "govcat_follow_lag_seconds 4.5",
+                "govcat_follow_downloaded_bytes_total 2048",
+                "govcat_follow_downloaded_objects_total 5",
+            ]
+        );
         assert_eq!(
             text.lines()
                 .filter(|l| l.starts_with("govcat_mcp_sessions"))

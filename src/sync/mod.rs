@@ -19,10 +19,10 @@
 //! - [`follow`]: `govcat serve --follow`: one sync (fetch, verify, swap), the poll loop and the
 //!   status `/readyz` and `/metrics` show.
 
+pub mod follow;
+pub mod publish;
 pub mod s3;
 pub mod store;
-pub mod publish;
-pub mod follow;
 
 use std::path::PathBuf;
 

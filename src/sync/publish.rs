@@ -89,9 +89,8 @@ fn prune(store: &Store, published: &str, keep: usize) -> Result<Vec<String>, Syn
     let newest: Vec<&String> = ids.iter().rev().take(keep).collect();
     let mut deleted = Vec::new();
     for id in &ids {
-        let protected = newest.contains(&id)
-            || id == published
-            || current.as_deref() == Some(id.as_str());
+        let protected =
+            newest.contains(&id) || id == published || current.as_deref() == Some(id.as_str());
         if !protected {
             store.delete_snapshot(id)?;
             deleted.push(id.clone());

@@ -352,7 +352,9 @@ impl S3Store {
                 .await
                 .map_err(|e| self.error(Op::Put, rel, &e))?;
             let upload_id = started.upload_id().unwrap_or_default().to_string();
-            let parts = self.upload_parts(rel, &key, &upload_id, path, progress).await;
+            let parts = self
+                .upload_parts(rel, &key, &upload_id, path, progress)
+                .await;
             let parts = match parts {
                 Ok(parts) => parts,
                 Err(e) => {
@@ -480,7 +482,11 @@ impl S3Store {
                     .send()
                     .await
                     .map_err(|e| self.error(Op::List, &rel, &e))?;
-                keys.extend(out.contents().iter().filter_map(|o| o.key().map(str::to_string)));
+                keys.extend(
+                    out.contents()
+                        .iter()
+                        .filter_map(|o| o.key().map(str::to_string)),
+                );
                 token = out.next_continuation_token().map(str::to_string);
                 if token.is_none() {
                     break;

@@ -358,6 +358,11 @@ impl Proxy {
         });
     }
 
+    /// Removes every rule: requests are forwarded again (the fault is gone).
+    pub fn clear(&self) {
+        self.rules.lock().expect("rules").clear();
+    }
+
     pub fn requests(&self) -> Vec<Request> {
         self.log.lock().expect("log").clone()
     }

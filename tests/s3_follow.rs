@@ -1,0 +1,845 @@
+//! Publishing snapshots and replicas that follow them, with real components: the `govcat`
+//! binary as indexer (`index --publish`) and as replicas (`serve --follow`), and the moto
+//! server (started per test on a free loopback port, as in `tests/aws_moto.rs`) as S3. Faults
+//! are made in the store itself (a file deleted or altered, CURRENT naming an id that does not
+//! exist, moto stopped) or by the recording proxy of `tests/aws/harness.rs` (AccessDenied);
+//! each is paired with the healthy case, and each time the replica keeps serving the old
+//! snapshot, `/readyz` says why, and it recovers by itself when the fault is gone.
+//!
+//! The indexer starts from a copy of the repository's `index/` (built by `govcat index`), so
+//! every vector is reused and a build takes about a second even in a debug build; a changed
+//! catalog re-embeds only the changed column. Outside CI a missing `.venv`, model or `index/`
+//! skips these tests with a message; under `CI=true` it fails them.
+
+#[path = "server_http/client.rs"]
+mod client;
+mod common;
+#[path = "aws/harness.rs"]
+mod harness;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::server::{Served, BIN};
+use harness::{Action, Moto, Proxy};
+use serde_json::{json, Value};
+
+const BUCKET: &str = "govcat-snapshots";
+const PREFIX: &str = "prod";
+/// `--follow-interval` of the replicas, in seconds.
+const INTERVAL: u64 = 1;
+/// How long a condition may take to hold: startup of a debug replica (model load) plus a few
+/// polls.
+const DEADLINE: Duration = Duration::from_secs(60);
+/// What a sync may take besides waiting for the poll: download, checksums and load of the
+/// demo snapshot by a debug build on a busy 2-core machine.
+const SYNC_ALLOWANCE: Duration = Duration::from_secs(4);
+/// A description whose answer changes when [`change_catalog`] has run.
+const QUERY: &str = "zebra migration ledger reference";
+/// The column [`change_catalog`] rewrites.
+const CHANGED: &str = "column:hr.absence.absence_id";
+
+/// The moto server, a test S3 client, and the indexer's catalog, ontology and `index/`.
+struct Fixture {
+    moto: Moto,
+    tmp: tempfile::TempDir,
+    catalog: PathBuf,
+    ontology: PathBuf,
+    indexer: PathBuf,
+    rt: tokio::runtime::Runtime,
+    s3: aws_sdk_s3::Client,
+}
+
+fn fixture(test: &str) -> Option<Fixture> {
+    if !common::server::retrieval_available(test) {
+        return None;
+    }
+    let moto = Moto::start()?;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (catalog, ontology) = (tmp.path().join("catalog"), tmp.path().join("lf-tags.json"));
+    common::copy_dir(&common::catalog_dir(), &catalog);
+    for file in ["lf-tags.json", "glossary-de-en.tsv", "abbreviations.tsv"] {
+        std::fs::copy(
+            common::repo().join("ontology").join(file),
+            tmp.path().join(file),
+        )
+        .expect("copy the ontology");
+    }
+    // The repository's published snapshot only: the indexer reuses its vectors.
+    let indexer = tmp.path().join("indexer");
+    let current = std::fs::read_to_string(common::repo().join("index/CURRENT")).expect("CURRENT");
+    let current = current.trim();
+    common::copy_dir(
+        &common::repo().join("index/snapshots").join(current),
+        &indexer.join("snapshots").join(current),
+    );
+    std::fs::write(indexer.join("CURRENT"), format!("{current}\n")).expect("CURRENT");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let config = rt.block_on(
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(moto.url())
+            .region(aws_sdk_s3::config::Region::new("eu-central-1"))
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                "AKIDTEST",
+                "test-secret",
+                None,
+                None,
+                "tests",
+            ))
+            .load(),
+    );
+    let s3 = aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(&config)
+            .force_path_style(true)
+            .build(),
+    );
+    let f = Fixture {
+        moto,
+        tmp,
+        catalog,
+        ontology,
+        indexer,
+        rt,
+        s3,
+    };
+    f.create_bucket();
+    Some(f)
+}
+
+impl Fixture {
+    fn create_bucket(&self) {
+        self.rt
+            .block_on(
+                self.s3
+                    .create_bucket()
+                    .bucket(BUCKET)
+                    .create_bucket_configuration(
+                        aws_sdk_s3::types::CreateBucketConfiguration::builder()
+                            .location_constraint(
+                                aws_sdk_s3::types::BucketLocationConstraint::EuCentral1,
+                            )
+                            .build(),
+                    )
+                    .send(),
+            )
+            .expect("create the bucket");
+    }
+
+    fn location(&self) -> String {
+        format!("s3://{BUCKET}/{PREFIX}")
+    }
+
+    /// Environment of a child talking to `endpoint` (no credentials of the machine involved).
+    fn env(endpoint: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", endpoint.to_string()),
+            ("AWS_ACCESS_KEY_ID", "AKIDGOVCATSERVER".into()),
+            ("AWS_SECRET_ACCESS_KEY", "govcat-server-secret".into()),
+            ("AWS_REGION", "eu-central-1".into()),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+            ("AWS_CONFIG_FILE", "/nonexistent".into()),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent".into()),
+        ]
+    }
+
+    /// `--catalog C --ontology O --index DIR`.
+    fn flags(&self, index: &Path) -> Vec<String> {
+        let p = |p: &Path| p.to_str().expect("utf-8 path").to_string();
+        vec![
+            "--catalog".into(),
+            p(&self.catalog),
+            "--ontology".into(),
+            p(&self.ontology),
+            "--index".into(),
+            p(index),
+        ]
+    }
+
+    /// `govcat --json index <extra>` for the indexer; its JSON output.
+    fn index(&self, extra: &[&str]) -> Value {
+        let out = Command::new(BIN)
+            .arg("--json")
+            .args(self.flags(&self.indexer))
+            .arg("index")
+            .args(extra)
+            .envs(Self::env(&self.moto.url()))
+            .output()
+            .expect("run govcat index");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "govcat index printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert_eq!(out.status.code(), Some(0), "govcat index {extra:?}: {v}");
+        v
+    }
+
+    /// Builds and publishes a snapshot; its id.
+    fn publish(&self, extra: &[&str]) -> String {
+        let location = self.location();
+        let args: Vec<&str> = ["--publish", location.as_str()]
+            .into_iter()
+            .chain(extra.iter().copied())
+            .collect();
+        let v = self.index(&args);
+        assert_eq!(v["published"]["id"], v["id"], "{v}");
+        v["id"].as_str().expect("id").to_string()
+    }
+
+    /// A replica following `location` through `endpoint`, with its own `--index`.
+    fn replica(&self, name: &str, location: &str, endpoint: &str) -> Served {
+        let index = self.tmp.path().join(name);
+        let mut args = self.flags(&index);
+        args.extend([
+            "--follow".to_string(),
+            location.to_string(),
+            "--follow-interval".to_string(),
+            INTERVAL.to_string(),
+        ]);
+        let env = Self::env(endpoint);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Served::start(&args, &env)
+    }
+
+    fn key(rel: &str) -> String {
+        format!("{PREFIX}/{rel}")
+    }
+
+    fn put(&self, rel: &str, bytes: Vec<u8>) {
+        self.rt
+            .block_on(
+                self.s3
+                    .put_object()
+                    .bucket(BUCKET)
+                    .key(Self::key(rel))
+                    .body(bytes.into())
+                    .send(),
+            )
+            .unwrap_or_else(|e| panic!("put {rel}: {e:?}"));
+    }
+
+    fn get(&self, rel: &str) -> Option<Vec<u8>> {
+        let out = self.rt.block_on(
+            self.s3
+                .get_object()
+                .bucket(BUCKET)
+                .key(Self::key(rel))
+                .send(),
+        );
+        let out = out.ok()?;
+        Some(
+            self.rt
+                .block_on(out.body.collect())
+                .expect("body")
+                .into_bytes()
+                .to_vec(),
+        )
+    }
+
+    /// The ids under `PREFIX/snapshots/`.
+    fn published_ids(&self) -> Vec<String> {
+        let out = self
+            .rt
+            .block_on(
+                self.s3
+                    .list_objects_v2()
+                    .bucket(BUCKET)
+                    .prefix(Self::key("snapshots/"))
+                    .send(),
+            )
+            .expect("list");
+        let mut ids: Vec<String> = out
+            .contents()
+            .iter()
+            .filter_map(|o| o.key())
+            .filter_map(|k| k.split('/').nth(2).map(str::to_string))
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Uploads the indexer's local snapshot `id` file by file (the manifest included), but
+    /// not `skip`, and with `alter`'s bytes changed; then `CURRENT`. What a publish does,
+    /// with the fault the test wants.
+    fn upload(&self, id: &str, skip: Option<&str>, alter: Option<&str>) {
+        let dir = self.indexer.join("snapshots").join(id);
+        for rel in files_of(&dir) {
+            if Some(rel.as_str()) == skip {
+                continue;
+            }
+            let mut bytes = std::fs::read(dir.join(&rel)).expect("snapshot file");
+            if Some(rel.as_str()) == alter {
+                bytes[0] ^= 0x20;
+            }
+            self.put(&format!("snapshots/{id}/{rel}"), bytes);
+        }
+        self.put("CURRENT", format!("{id}\n").into_bytes());
+    }
+
+    /// Builds a snapshot of the changed catalog locally (not published); its id.
+    fn build_changed(&self) -> String {
+        change_catalog(&self.catalog);
+        self.index(&[])["id"].as_str().expect("id").to_string()
+    }
+}
+
+/// Every file under `dir`, relative, with `/`.
+fn files_of(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push(
+                    p.strip_prefix(root)
+                        .expect("under root")
+                        .to_string_lossy()
+                        .replace('\\', "/"),
+                );
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Rewrites the comment of [`CHANGED`] so that it answers [`QUERY`].
+fn change_catalog(catalog: &Path) {
+    let path = catalog.join("domains/hr/tables/absence/get-table.json");
+    let mut table: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("get-table.json"))
+            .expect("json");
+    let columns = table["Table"]["StorageDescriptor"]["Columns"]
+        .as_array_mut()
+        .expect("columns");
+    let column = columns
+        .iter_mut()
+        .find(|c| c["Name"] == "absence_id")
+        .expect("absence_id");
+    column["Comment"] = json!("Zebra migration ledger reference of the absence request.");
+    std::fs::write(&path, serde_json::to_vec_pretty(&table).expect("json")).expect("write");
+}
+
+fn readyz(addr: std::net::SocketAddr) -> (u16, Value) {
+    match client::request(addr, "GET", "/readyz", &[], None) {
+        Ok(r) => (r.status, r.json()),
+        Err(e) => (0, json!({"error": e.to_string()})),
+    }
+}
+
+fn metrics(addr: std::net::SocketAddr) -> String {
+    client::request(addr, "GET", "/metrics", &[], None)
+        .expect("metrics")
+        .text()
+}
+
+/// The value of a metric line `name` (with its labels), if present.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Polls `f` until it returns `Some`, at most `deadline`; panics with `what` and the last
+/// `/readyz` otherwise.
+fn wait_for<T>(what: &str, deadline: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < deadline,
+            "{what}: not within {deadline:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until the replica serves `id`; its `/readyz`.
+fn serving(replica: &Served, id: &str) -> Value {
+    wait_for(&format!("replica serving {id}"), DEADLINE, || {
+        let (status, r) = readyz(replica.addr);
+        (status == 200
+            && r["follow"]["current_id"] == json!(id)
+            && r["snapshot"]["id"] == json!(id))
+        .then_some(r)
+    })
+}
+
+/// Waits until the replica's `/readyz` follow.last_error contains every one of `words`.
+fn failing(replica: &Served, words: &[&str]) -> Value {
+    wait_for(&format!("last_error naming {words:?}"), DEADLINE, || {
+        let (_, r) = readyz(replica.addr);
+        let e = r["follow"]["last_error"].as_str()?.to_string();
+        words.iter().all(|w| e.contains(w)).then_some(r)
+    })
+}
+
+/// `find_precedents` over REST; status and body.
+fn search(addr: std::net::SocketAddr, args: Value) -> (u16, Value) {
+    let r = client::request(
+        addr,
+        "POST",
+        "/v1/tools/find_precedents",
+        &[("Content-Type", "application/json")],
+        Some(args.to_string().as_bytes()),
+    )
+    .expect("find_precedents");
+    (r.status, r.json())
+}
+
+/// The replica answers from `id`.
+fn answers_from(replica: &Served, id: &str) {
+    let (status, body) = search(replica.addr, json!({"description": QUERY, "limit": 3}));
+    assert_eq!(
+        (status, &body["snapshot"]["id"]),
+        (200, &json!(id)),
+        "{body}"
+    );
+}
+
+#[test]
+fn two_replicas_converge_share_cursors_and_swap_under_load_without_errors() {
+    let Some(f) = fixture("two_replicas_converge") else {
+        return;
+    };
+    let first = f.publish(&[]);
+    assert_eq!(
+        f.get("CURRENT")
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string()),
+        Some(first.clone())
+    );
+    let a = f.replica("a", &f.location(), &f.moto.url());
+    let b = f.replica("b", &f.location(), &f.moto.url());
+    for r in [&a, &b] {
+        let ready = serving(r, &first);
+        assert_eq!(
+            (
+                &ready["follow"]["source"],
+                &ready["follow"]["last_error"],
+                &ready["follow"]["lag_seconds"]
+            ),
+            (&json!(f.location()), &Value::Null, &json!(0))
+        );
+    }
+
+    // A cursor from A works on B: one snapshot id everywhere.
+    let (status, page1) = search(
+        a.addr,
+        json!({"description": "IBAN of the customer", "limit": 2}),
+    );
+    assert_eq!(status, 200, "{page1}");
+    let cursor = page1["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    let (status_b, page2_b) = search(
+        b.addr,
+        json!({"description": "IBAN of the customer", "limit": 2, "cursor": cursor}),
+    );
+    let (_, page2_a) = search(
+        a.addr,
+        json!({"description": "IBAN of the customer", "limit": 2, "cursor": cursor}),
+    );
+    assert_eq!(status_b, 200, "{page2_b}");
+    assert_eq!(common::ids(&page2_b), common::ids(&page2_a));
+    assert_ne!(common::ids(&page2_b), common::ids(&page1));
+
+    // A second publish of a changed catalog while a load loop runs against both replicas.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let loaders: Vec<_> = [a.addr, a.addr, b.addr, b.addr]
+        .into_iter()
+        .map(|addr| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut answers = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let (status, body) = search(addr, json!({"description": QUERY, "limit": 3}));
+                    answers.push((status, body));
+                }
+                answers
+            })
+        })
+        .collect();
+    change_catalog(&f.catalog);
+    let second = f.publish(&[]);
+    // CURRENT was the publish's last write.
+    let published_at = Instant::now();
+    assert_ne!(second, first);
+    serving(&a, &second);
+    serving(&b, &second);
+    let converged = published_at.elapsed();
+    // Some answers after both swapped.
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let answers: Vec<(u16, Value)> = loaders
+        .into_iter()
+        .flat_map(|t| t.join().expect("load thread"))
+        .collect();
+    eprintln!(
+        "publish of {second} to both replicas serving it: {converged:?} (interval {INTERVAL} s); {} answers under load",
+        answers.len()
+    );
+    assert!(
+        converged < Duration::from_secs(2 * INTERVAL) + SYNC_ALLOWANCE,
+        "both replicas took {converged:?} to serve the new snapshot"
+    );
+    let errors: Vec<&(u16, Value)> = answers.iter().filter(|(s, _)| *s != 200).collect();
+    assert!(
+        errors.is_empty(),
+        "{} errors, e.g. {:?}",
+        errors.len(),
+        errors.first()
+    );
+    let mut by_snapshot: std::collections::BTreeMap<String, Vec<Vec<String>>> = Default::default();
+    for (_, body) in &answers {
+        let id = body["snapshot"]["id"]
+            .as_str()
+            .expect("snapshot id")
+            .to_string();
+        by_snapshot.entry(id).or_default().push(common::ids(body));
+    }
+    let ids: Vec<&String> = by_snapshot.keys().collect();
+    assert!(
+        ids.iter().all(|id| **id == first || **id == second),
+        "answers from {ids:?}, expected only {first} and {second}"
+    );
+    for (id, lists) in &by_snapshot {
+        assert!(
+            lists.iter().all(|l| l == &lists[0]),
+            "answers from {id} differ from each other"
+        );
+    }
+    let new = &by_snapshot
+        .get(&second)
+        .expect("answers from the new snapshot")[0];
+    assert_eq!(new.first().map(String::as_str), Some(CHANGED), "{new:?}");
+    if let Some(old) = by_snapshot.get(&first) {
+        assert!(!old[0].contains(&CHANGED.to_string()), "{old:?}");
+    }
+    for r in [&a, &b] {
+        assert_eq!(
+            metric(&metrics(r.addr), "govcat_follow_swaps_total"),
+            Some(2.0)
+        );
+    }
+}
+
+#[test]
+fn a_published_snapshot_with_a_missing_file_keeps_the_old_one_until_the_file_arrives() {
+    let Some(f) = fixture("missing_file") else {
+        return;
+    };
+    let first = f.publish(&[]);
+    let r = f.replica("r", &f.location(), &f.moto.url());
+    let healthy = serving(&r, &first);
+    assert_eq!(healthy["follow"]["last_error"], Value::Null);
+
+    let second = f.build_changed();
+    f.upload(&second, Some("vectors.f32"), None);
+    let broken = failing(&r, &["vectors.f32", &second, "does not exist"]);
+    assert_eq!(
+        (
+            &broken["snapshot"]["id"],
+            &broken["follow"]["current_id"],
+            &broken["follow"]["remote_id"],
+            &broken["ready"]
+        ),
+        (&json!(first), &json!(first), &json!(second), &json!(true))
+    );
+    answers_from(&r, &first);
+    assert!(
+        metric(
+            &metrics(r.addr),
+            "govcat_follow_errors_total{reason=\"missing_object\"}"
+        ) >= Some(1.0)
+    );
+
+    f.upload(&second, None, None);
+    let recovered = serving(&r, &second);
+    assert_eq!(recovered["follow"]["last_error"], Value::Null);
+    answers_from(&r, &second);
+}
+
+#[test]
+fn a_published_snapshot_with_an_altered_file_is_refused_until_it_is_published_intact() {
+    let Some(f) = fixture("altered_file") else {
+        return;
+    };
+    let first = f.publish(&[]);
+    let r = f.replica("r", &f.location(), &f.moto.url());
+    serving(&r, &first);
+
+    let second = f.build_changed();
+    f.upload(&second, None, Some("documents.json"));
+    let broken = failing(
+        &r,
+        &["documents.json", "sha256", "differs from the manifest"],
+    );
+    assert_eq!(broken["snapshot"]["id"], json!(first));
+    answers_from(&r, &first);
+    assert!(
+        metric(
+            &metrics(r.addr),
+            "govcat_follow_errors_total{reason=\"checksum_mismatch\"}"
+        ) >= Some(1.0)
+    );
+
+    f.upload(&second, None, None);
+    serving(&r, &second);
+    answers_from(&r, &second);
+}
+
+#[test]
+fn a_current_naming_a_snapshot_that_does_not_exist_keeps_the_old_one() {
+    let Some(f) = fixture("current_missing_id") else {
+        return;
+    };
+    let first = f.publish(&[]);
+    let r = f.replica("r", &f.location(), &f.moto.url());
+    serving(&r, &first);
+
+    let ghost = "20990101T000000Z-deadbeef";
+    f.put("CURRENT", format!("{ghost}\n").into_bytes());
+    let broken = failing(&r, &[ghost, "manifest does not exist"]);
+    assert_eq!(
+        (&broken["snapshot"]["id"], &broken["follow"]["remote_id"]),
+        (&json!(first), &json!(ghost))
+    );
+    assert!(broken["follow"]["lag_seconds"].as_u64().is_some());
+    answers_from(&r, &first);
+
+    f.put("CURRENT", format!("{first}\n").into_bytes());
+    let recovered = wait_for("last_error cleared", DEADLINE, || {
+        let (_, v) = readyz(r.addr);
+        (v["follow"]["last_error"].is_null() && v["follow"]["remote_id"] == json!(first))
+            .then_some(v)
+    });
+    assert_eq!(
+        (
+            &recovered["snapshot"]["id"],
+            &recovered["follow"]["lag_seconds"]
+        ),
+        (&json!(first), &json!(0))
+    );
+}
+
+#[test]
+fn s3_going_away_mid_poll_keeps_the_old_snapshot_and_recovers_when_it_is_back() {
+    let Some(mut f) = fixture("moto_stopped") else {
+        return;
+    };
+    let first = f.publish(&[]);
+    let r = f.replica("r", &f.location(), &f.moto.url());
+    serving(&r, &first);
+
+    f.moto.stop();
+    let broken = failing(&r, &["no answer from", "CURRENT"]);
+    assert_eq!(broken["snapshot"]["id"], json!(first));
+    answers_from(&r, &first);
+    assert!(
+        metric(
+            &metrics(r.addr),
+            "govcat_follow_errors_total{reason=\"unreachable\"}"
+        ) >= Some(1.0)
+    );
+
+    // moto comes back empty: the bucket and the snapshot are published again.
+    f.moto.restart();
+    f.create_bucket();
+    f.upload(&first, None, None);
+    wait_for("last_error cleared", DEADLINE, || {
+        let (_, v) = readyz(r.addr);
+        v["follow"]["last_error"].is_null().then_some(())
+    });
+    answers_from(&r, &first);
+}
+
+#[test]
+fn access_denied_names_the_iam_action_and_recovers_when_it_is_granted() {
+    let Some(f) = fixture("access_denied") else {
+        return;
+    };
+    let first = f.publish(&[]);
+    let proxy = Proxy::start(f.moto.addr);
+    let r = f.replica("r", &f.location(), &proxy.url());
+    serving(&r, &first);
+
+    let second = f.build_changed();
+    f.upload(&second, None, None);
+    proxy.on(
+        &format!("{BUCKET}/{PREFIX}/snapshots/{second}/{}", "manifest.json"),
+        None,
+        Action::Respond {
+            status: 403,
+            headers: vec![("Content-Type".into(), "application/xml".into())],
+            body: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>".into(),
+        },
+    );
+    let broken = failing(
+        &r,
+        &[
+            "AccessDenied",
+            "s3:GetObject",
+            &format!("arn:aws:s3:::{BUCKET}/{PREFIX}/snapshots/{second}/manifest.json"),
+        ],
+    );
+    assert_eq!(broken["snapshot"]["id"], json!(first));
+    let text = broken.to_string();
+    assert!(
+        !text.contains("govcat-server-secret") && !text.contains("AKIDGOVCATSERVER"),
+        "{text}"
+    );
+    answers_from(&r, &first);
+    assert!(
+        metric(
+            &metrics(r.addr),
+            "govcat_follow_errors_total{reason=\"access_denied\"}"
+        ) >= Some(1.0)
+    );
+
+    proxy.clear();
+    serving(&r, &second);
+}
+
+#[test]
+fn keep_2_after_three_publishes_leaves_the_newest_two_and_the_default_keeps_three() {
+    let Some(f) = fixture("keep") else {
+        return;
+    };
+    let ids: Vec<String> = (0..3).map(|_| f.publish(&["--keep", "3"])).collect();
+    assert_eq!(f.published_ids(), ids, "--keep 3 keeps all three");
+    let fourth = f.publish(&["--keep", "2"]);
+    assert_eq!(f.published_ids(), vec![ids[2].clone(), fourth.clone()]);
+    assert_eq!(
+        f.get("CURRENT")
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string()),
+        Some(fourth)
+    );
+}
+
+#[test]
+fn a_shared_directory_is_followed_the_same_way_with_its_fault_pair() {
+    let Some(f) = fixture("directory") else {
+        return;
+    };
+    let shared = f.tmp.path().join("shared");
+    let location = shared.to_str().expect("utf-8").to_string();
+    let v = f.index(&["--publish", &location]);
+    let first = v["id"].as_str().expect("id").to_string();
+    assert_eq!(
+        std::fs::read_to_string(shared.join("CURRENT"))
+            .expect("CURRENT")
+            .trim(),
+        first
+    );
+    let a = f.replica("a", &location, &f.moto.url());
+    let b = f.replica("b", &location, &f.moto.url());
+    serving(&a, &first);
+    serving(&b, &first);
+
+    // A snapshot whose vectors never arrived on the shared volume.
+    let second = f.build_changed();
+    let from = f.indexer.join("snapshots").join(&second);
+    let to = shared.join("snapshots").join(&second);
+    common::copy_dir(&from, &to);
+    std::fs::remove_file(to.join("vectors.f32")).expect("remove");
+    std::fs::write(shared.join("CURRENT"), format!("{second}\n")).expect("CURRENT");
+    for r in [&a, &b] {
+        let broken = failing(r, &["vectors.f32", "does not exist"]);
+        assert_eq!(broken["snapshot"]["id"], json!(first));
+        answers_from(r, &first);
+    }
+    std::fs::copy(from.join("vectors.f32"), to.join("vectors.f32")).expect("copy");
+    serving(&a, &second);
+    serving(&b, &second);
+}
+
+#[test]
+fn follow_with_watch_or_refresh_is_a_usage_error_that_says_why() {
+    for other in [&["--watch"][..], &["--refresh", "15m"][..]] {
+        let out = Command::new(BIN)
+            .args(["--json", "serve", "--follow", "s3://b/p"])
+            .args(other)
+            .output()
+            .expect("run govcat");
+        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(
+            (out.status.code(), &v["error"]),
+            (Some(2), &json!("Usage")),
+            "{v}"
+        );
+        let message = v["message"].as_str().expect("message");
+        assert!(
+            message.contains(&format!(
+                "--follow and {} cannot be used together",
+                other[0]
+            )) && message.contains("cursors would not work across replicas"),
+            "{message}"
+        );
+    }
+    // The healthy side: --follow alone parses (and fails later, on the bucket, not as usage).
+    let out = Command::new(BIN)
+        .args(["--json", "serve", "--follow", "not-a-scheme://x"])
+        .output()
+        .expect("run govcat");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .expect("message")
+            .contains("neither s3://BUCKET/PREFIX nor a directory"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_restart_with_the_files_present_downloads_only_current_and_the_manifest() {
+    let Some(f) = fixture("restart") else {
+        return;
+    };
+    let first = f.publish(&[]);
+    let manifest_len = f
+        .get(&format!("snapshots/{first}/manifest.json"))
+        .expect("manifest")
+        .len() as f64;
+    let current_len = format!("{first}\n").len() as f64;
+    let fresh = f.replica("r", &f.location(), &f.moto.url());
+    serving(&fresh, &first);
+    let text = metrics(fresh.addr);
+    let fresh_files = files_of(&f.indexer.join("snapshots").join(&first)).len() as f64;
+    assert!(
+        metric(&text, "govcat_follow_downloaded_objects_total") >= Some(fresh_files + 1.0),
+        "a fresh replica downloads every file and CURRENT: {text}"
+    );
+    drop(fresh);
+
+    let restarted = f.replica("r", &f.location(), &f.moto.url());
+    let ready = serving(&restarted, &first);
+    // At least one more poll after the one that loaded it: it reads CURRENT only.
+    let checked = ready["follow"]["last_checked_at"].clone();
+    wait_for("another poll", DEADLINE, || {
+        let (_, v) = readyz(restarted.addr);
+        (v["follow"]["last_checked_at"] != checked).then_some(())
+    });
+    let text = metrics(restarted.addr);
+    let objects = metric(&text, "govcat_follow_downloaded_objects_total").expect("objects");
+    let bytes = metric(&text, "govcat_follow_downloaded_bytes_total").expect("bytes");
+    assert!(objects >= 3.0, "{text}");
+    assert_eq!(
+        bytes,
+        manifest_len + (objects - 1.0) * current_len,
+        "{text}"
+    );
+}
