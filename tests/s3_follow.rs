@@ -654,15 +654,45 @@ fn s3_going_away_mid_poll_keeps_the_old_snapshot_and_recovers_when_it_is_back() 
         ) >= Some(1.0)
     );
 
+    // While S3 is away: a replica restarted on its own --index serves the local snapshot
+    // (and says why it could not check); a fresh one has nothing to serve and is not ready.
+    drop(r);
+    let restarted = f.replica("r", &f.location(), &f.moto.url());
+    let local = serving(&restarted, &first);
+    assert!(
+        local["follow"]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no answer from")),
+        "{local}"
+    );
+    let fresh = f.replica("fresh", &f.location(), &f.moto.url());
+    let (status, waiting) = wait_for("the fresh replica's first poll", DEADLINE, || {
+        let (status, v) = readyz(fresh.addr);
+        v["follow"]["last_error"].is_string().then_some((status, v))
+    });
+    assert_eq!(
+        (status, &waiting["ready"], &waiting["snapshot"]["loaded"]),
+        (503, &json!(false), &json!(false)),
+        "{waiting}"
+    );
+    assert!(
+        waiting["snapshot"]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no answer from")),
+        "{waiting}"
+    );
+
     // moto comes back empty: the bucket and the snapshot are published again.
     f.moto.restart();
     f.create_bucket();
     f.upload(&first, None, None);
-    wait_for("last_error cleared", DEADLINE, || {
-        let (_, v) = readyz(r.addr);
-        v["follow"]["last_error"].is_null().then_some(())
-    });
-    answers_from(&r, &first);
+    for r in [&restarted, &fresh] {
+        wait_for("last_error cleared", DEADLINE, || {
+            let (status, v) = readyz(r.addr);
+            (status == 200 && v["follow"]["last_error"].is_null()).then_some(())
+        });
+        answers_from(r, &first);
+    }
 }
 
 #[test]

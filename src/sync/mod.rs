@@ -153,3 +153,39 @@ pub mod reason {
     /// Writing the local `--index` failed.
     pub const LOCAL_IO: &str = "local_io";
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s3_urls_and_directories_parse_and_name_their_objects() {
+        let s3 = Location::parse("s3://bucket/team/govcat/").expect("s3");
+        assert_eq!(
+            s3,
+            Location::S3 {
+                bucket: "bucket".into(),
+                prefix: "team/govcat".into()
+            }
+        );
+        assert_eq!(s3.object("CURRENT"), "s3://bucket/team/govcat/CURRENT");
+        let bare = Location::parse("s3://bucket").expect("bucket only");
+        assert_eq!(bare.object("CURRENT"), "s3://bucket/CURRENT");
+        assert_eq!(bare.to_string(), "s3://bucket");
+        let dir = Location::parse("/shared/index").expect("dir");
+        assert_eq!(dir, Location::Dir(PathBuf::from("/shared/index")));
+        assert_eq!(dir.object("CURRENT"), "/shared/index/CURRENT");
+    }
+
+    #[test]
+    fn a_location_without_bucket_or_with_another_scheme_is_refused_with_the_form_to_write() {
+        assert_eq!(
+            Location::parse("s3:///prefix"),
+            Err("'s3:///prefix' names no bucket; write s3://BUCKET/PREFIX, e.g. s3://my-bucket/govcat".into())
+        );
+        assert_eq!(
+            Location::parse("gs://bucket/p"),
+            Err("'gs://bucket/p' is neither s3://BUCKET/PREFIX nor a directory; only S3 and directories are supported".into())
+        );
+    }
+}

@@ -136,16 +136,13 @@ impl S3Store {
         }
     }
 
-    /// Turns an SDK error of `op` on `rel` into a [`SyncError`]; `None` for "no such key".
+    /// Turns an SDK error of `op` on `rel` into a [`SyncError`].
     fn error<E>(&self, op: Op, rel: &str, e: &SdkError<E, HttpResponse>) -> SyncError
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
     {
         let f = failure(e);
-        let object = match op {
-            Op::List => self.location.object(rel),
-            _ => self.location.object(rel),
-        };
+        let object = self.location.object(rel);
         let code = f.code.clone().unwrap_or_else(|| match f.status {
             Some(s) => format!("HTTP {s}"),
             None => "no response".into(),
