@@ -179,6 +179,24 @@ impl Fixture {
         v
     }
 
+    /// `govcat --json index --publish LOCATION` through `endpoint`; exit code and JSON.
+    fn publish_via(&self, endpoint: &str) -> (Option<i32>, Value) {
+        let out = Command::new(BIN)
+            .arg("--json")
+            .args(self.flags(&self.indexer))
+            .args(["index", "--publish", &self.location()])
+            .envs(Self::env(endpoint))
+            .output()
+            .expect("run govcat index");
+        let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "govcat index printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out.status.code(), v)
+    }
+
     /// Builds and publishes a snapshot; its id.
     fn publish(&self, extra: &[&str]) -> String {
         let location = self.location();
@@ -872,4 +890,113 @@ fn a_restart_with_the_files_present_downloads_only_current_and_the_manifest() {
         manifest_len + (objects - 1.0) * current_len,
         "{text}"
     );
+}
+
+#[test]
+fn a_publish_denied_by_s3_names_the_iam_action_and_leaves_current_alone() {
+    let Some(f) = fixture("publish_denied") else {
+        return;
+    };
+    let proxy = Proxy::start(f.moto.addr);
+    proxy.on(
+        &format!("{BUCKET}/{PREFIX}/snapshots/*"),
+        None,
+        Action::Respond {
+            status: 403,
+            headers: vec![("Content-Type".into(), "application/xml".into())],
+            body: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>".into(),
+        },
+    );
+    let (code, denied) = f.publish_via(&proxy.url());
+    assert_eq!(
+        (code, &denied["error"], &denied["reason"]),
+        (Some(1), &json!("PublishFailed"), &json!("access_denied")),
+        "{denied}"
+    );
+    let message = denied["message"].as_str().expect("message");
+    assert!(
+        message.contains("AccessDenied")
+            && message
+                .contains("grant s3:PutObject on arn:aws:s3:::govcat-snapshots/prod/snapshots/"),
+        "{message}"
+    );
+    assert!(!message.contains("govcat-server-secret"), "{message}");
+    assert_eq!(
+        f.get("CURRENT"),
+        None,
+        "no CURRENT before the snapshot is complete"
+    );
+
+    // Granted (the proxy forwards again): the same command publishes.
+    proxy.clear();
+    let (code, published) = f.publish_via(&f.moto.url());
+    assert_eq!(code, Some(0), "{published}");
+    assert_eq!(
+        f.get("CURRENT")
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string()),
+        published["id"].as_str().map(str::to_string)
+    );
+}
+
+#[test]
+fn files_above_the_multipart_threshold_are_uploaded_in_parts_and_read_back_intact() {
+    let Some(f) = fixture("multipart") else {
+        return;
+    };
+    let location = govcat::sync::Location::parse(&f.location()).expect("location");
+    let loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_sdk_s3::config::Region::new("eu-central-1"))
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            "AKIDTEST",
+            "test-secret",
+            None,
+            None,
+            "tests",
+        ));
+    let store =
+        govcat::sync::Store::with_loader(&location, Some(&f.moto.url()), loader).expect("store");
+    let chunk = govcat::sync::s3::MULTIPART_CHUNK;
+    for (name, size, parts) in [
+        ("big.bin", 2 * chunk + 12345, Some(3)),
+        ("small.bin", 1000, None),
+    ] {
+        let path = f.tmp.path().join(name);
+        let bytes: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).expect("write");
+        let sent = std::sync::atomic::AtomicU64::new(0);
+        store
+            .upload(name, &path, &|n| {
+                sent.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+            })
+            .expect("upload");
+        assert_eq!(
+            sent.into_inner(),
+            size as u64,
+            "progress counts every byte of {name}"
+        );
+        let head =
+            f.rt.block_on(
+                f.s3.head_object()
+                    .bucket(BUCKET)
+                    .key(Fixture::key(name))
+                    .send(),
+            )
+            .expect("head");
+        let etag = head
+            .e_tag()
+            .unwrap_or_default()
+            .trim_matches('"')
+            .to_string();
+        assert_eq!(
+            etag.split_once('-')
+                .map(|(_, n)| n.parse::<usize>().expect("part count")),
+            parts,
+            "{name}: ETag {etag}"
+        );
+        assert_eq!(
+            f.get(name).as_deref(),
+            Some(&bytes[..]),
+            "{name} reads back intact"
+        );
+    }
 }

@@ -62,6 +62,22 @@ impl Op {
 impl S3Store {
     /// A store for `s3://bucket/prefix`; `endpoint` overrides where requests go (path-style).
     pub fn open(bucket: &str, prefix: &str, endpoint: Option<&str>) -> Result<S3Store, SyncError> {
+        Self::with_loader(
+            bucket,
+            prefix,
+            endpoint,
+            aws_config::defaults(BehaviorVersion::latest()),
+        )
+    }
+
+    /// [`S3Store::open`] with an explicit SDK config loader (credentials): for tests and
+    /// embedders. Retries and deadlines are applied on top.
+    pub fn with_loader(
+        bucket: &str,
+        prefix: &str,
+        endpoint: Option<&str>,
+        loader: aws_config::ConfigLoader,
+    ) -> Result<S3Store, SyncError> {
         let location = Location::S3 {
             bucket: bucket.to_string(),
             prefix: prefix.to_string(),
@@ -77,7 +93,7 @@ impl S3Store {
                     "check the process may create threads",
                 )
             })?;
-        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        let mut loader = loader
             .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
             .timeout_config(
                 TimeoutConfig::builder()

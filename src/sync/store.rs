@@ -26,12 +26,29 @@ enum Backend {
 }
 
 impl Store {
-    /// Opens `location`; `s3_endpoint` applies to S3 only.
+    /// Opens `location`; `s3_endpoint` applies to S3 only. S3 credentials and region come
+    /// from the default chain.
     pub fn open(location: &Location, s3_endpoint: Option<&str>) -> Result<Store, SyncError> {
+        Self::with_loader(
+            location,
+            s3_endpoint,
+            aws_config::defaults(aws_config::BehaviorVersion::latest()),
+        )
+    }
+
+    /// [`Store::open`] with an explicit SDK config loader for S3 (tests, embedders).
+    pub fn with_loader(
+        location: &Location,
+        s3_endpoint: Option<&str>,
+        loader: aws_config::ConfigLoader,
+    ) -> Result<Store, SyncError> {
         let backend = match location {
-            Location::S3 { bucket, prefix } => {
-                Backend::S3(Box::new(S3Store::open(bucket, prefix, s3_endpoint)?))
-            }
+            Location::S3 { bucket, prefix } => Backend::S3(Box::new(S3Store::with_loader(
+                bucket,
+                prefix,
+                s3_endpoint,
+                loader,
+            )?)),
             Location::Dir(dir) => Backend::Dir(dir.clone()),
         };
         Ok(Store {

@@ -350,6 +350,7 @@ impl Proxy {
     }
 
     /// Every request to `operation` (whose body contains `body_contains`, if given) gets `action`.
+    /// An `operation` ending in `*` matches every operation it is a prefix of (S3 keys).
     pub fn on(&self, operation: &str, body_contains: Option<&str>, action: Action) {
         self.rules.lock().expect("rules").push(Rule {
             operation: operation.into(),
@@ -435,7 +436,12 @@ fn serve(
         rules
             .iter()
             .find(|rule| {
-                rule.operation == req.operation()
+                let op = req.operation();
+                (rule.operation == op
+                    || rule
+                        .operation
+                        .strip_suffix('*')
+                        .is_some_and(|prefix| op.starts_with(prefix)))
                     && rule
                         .body_contains
                         .as_ref()
