@@ -160,10 +160,6 @@ impl Follow {
             }
             Err(e) => {
                 *st.errors.entry(e.reason).or_default() += 1;
-                let behind = st.remote_id.is_some() && st.remote_id != served;
-                if behind {
-                    st.behind_since.get_or_insert(now);
-                }
                 tracing::error!(object = %e.object, reason = e.reason, error = %e, "following {} failed; the served snapshot stays", self.store.location());
                 st.last_error = Some(e.to_string());
                 if served.is_none() {
