@@ -166,7 +166,7 @@ fn a_published_snapshot_with_a_missing_file_keeps_the_old_one_until_the_file_arr
 
     let second = f.build_changed();
     f.upload(&second, Some("vectors.f32"), None);
-    let broken = failing(&r, &["vectors.f32", &second, "does not exist"]);
+    let broken = failing(&r, &["vectors.f32", &second, "does not exist (NoSuchKey"]);
     assert_eq!(
         (
             &broken["snapshot"]["id"],
@@ -230,7 +230,7 @@ fn a_current_naming_a_snapshot_that_does_not_exist_keeps_the_old_one() {
 
     let ghost = "20990101T000000Z-deadbeef";
     f.put("CURRENT", format!("{ghost}\n").into_bytes());
-    let broken = failing(&r, &[ghost, "manifest does not exist"]);
+    let broken = failing(&r, &[ghost, "manifest does not exist (NoSuchKey)"]);
     assert_eq!(
         (&broken["snapshot"]["id"], &broken["follow"]["remote_id"]),
         (&json!(first), &json!(ghost))
@@ -359,6 +359,50 @@ fn access_denied_names_the_iam_action_and_recovers_when_it_is_granted() {
 
     proxy.clear();
     serving(&r, &second);
+}
+
+#[test]
+fn throttling_keeps_the_old_snapshot_and_says_so_until_s3_answers_again() {
+    let Some(f) = fixture("throttled") else {
+        return;
+    };
+    let first = f.publish(&[]);
+    let proxy = Proxy::start(f.moto.addr);
+    let r = f.replica("r", &f.location(), &proxy.url());
+    let healthy = serving(&r, &first);
+    assert_eq!(healthy["follow"]["last_error"], Value::Null);
+
+    proxy.on(
+        &format!("{BUCKET}/{PREFIX}/CURRENT"),
+        None,
+        Action::Respond {
+            status: 503,
+            headers: vec![("Content-Type".into(), "application/xml".into())],
+            body: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>".into(),
+        },
+    );
+    let broken = failing(
+        &r,
+        &[
+            "SlowDown",
+            "throttled",
+            &format!("s3://{BUCKET}/{PREFIX}/CURRENT"),
+        ],
+    );
+    assert_eq!(broken["snapshot"]["id"], json!(first));
+    answers_from(&r, &first);
+    assert!(
+        metric(
+            &metrics(r.addr),
+            "govcat_follow_errors_total{reason=\"throttled\"}"
+        ) >= Some(1.0)
+    );
+
+    proxy.clear();
+    wait_for("last_error cleared", DEADLINE, || {
+        let (_, v) = readyz(r.addr);
+        v["follow"]["last_error"].is_null().then_some(())
+    });
 }
 
 #[test]

@@ -195,6 +195,14 @@ impl Follow {
         }
     }
 
+    /// The S3 error code of an absent object, as messages name it (nothing for a directory).
+    fn no_such_key(&self) -> &'static str {
+        match self.store.location() {
+            super::Location::S3 { .. } => " (NoSuchKey)",
+            super::Location::Dir(_) => "",
+        }
+    }
+
     /// Fetches and verifies the snapshot `CURRENT` names; `None` when it is `served`.
     pub fn sync(
         &self,
@@ -209,7 +217,10 @@ impl Follow {
             SyncError::new(
                 reason::MISSING,
                 self.store.object("CURRENT"),
-                "does not exist: nothing is published there yet",
+                format!(
+                    "does not exist{}: nothing is published there yet",
+                    self.no_such_key()
+                ),
                 format!("run the indexer (govcat index --publish {location}), or correct --follow"),
             )
         })?;
@@ -238,7 +249,10 @@ impl Follow {
             SyncError::new(
                 reason::MISSING,
                 manifest_object.clone(),
-                format!("CURRENT names snapshot {id}, but its manifest does not exist"),
+                format!(
+                    "CURRENT names snapshot {id}, but its manifest does not exist{}",
+                    self.no_such_key()
+                ),
                 format!("the snapshot was never published completely or was deleted; {again}"),
             )
         })?;
@@ -305,7 +319,10 @@ impl Follow {
                     SyncError::new(
                         reason::MISSING,
                         e.object,
-                        format!("listed in the manifest of snapshot {id} but does not exist"),
+                        format!(
+                            "listed in the manifest of snapshot {id} but does not exist ({})",
+                            e.problem
+                        ),
                         format!("the published snapshot is incomplete; {again}"),
                     )
                 } else {
