@@ -406,6 +406,65 @@ fn throttling_keeps_the_old_snapshot_and_says_so_until_s3_answers_again() {
 }
 
 #[test]
+fn a_snapshot_of_another_model_is_refused_before_its_files_are_downloaded() {
+    let Some(f) = fixture("other_model") else {
+        return;
+    };
+    let first = f.publish(&[]);
+    let r = f.replica("r", &f.location(), &f.moto.url());
+    serving(&r, &first);
+    let before = metric(&metrics(r.addr), "govcat_follow_downloaded_bytes_total").expect("bytes");
+
+    let second = f.build_changed();
+    f.upload_files(&second, None, None);
+    let path = f
+        .indexer
+        .join("snapshots")
+        .join(&second)
+        .join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("manifest")).expect("json");
+    manifest["model"]["id"] = json!("another-model");
+    f.put(
+        &format!("snapshots/{second}/manifest.json"),
+        serde_json::to_vec(&manifest).expect("json"),
+    );
+    f.put("CURRENT", format!("{second}\n").into_bytes());
+    let broken = failing(
+        &r,
+        &[
+            "another-model",
+            "embedding model",
+            "same govcat version and model",
+        ],
+    );
+    assert_eq!(broken["snapshot"]["id"], json!(first));
+    assert!(
+        metric(
+            &metrics(r.addr),
+            "govcat_follow_errors_total{reason=\"incompatible\"}"
+        ) >= Some(1.0)
+    );
+    let vectors = std::fs::metadata(
+        f.indexer
+            .join("snapshots")
+            .join(&second)
+            .join("vectors.f32"),
+    )
+    .expect("vectors")
+    .len() as f64;
+    let after = metric(&metrics(r.addr), "govcat_follow_downloaded_bytes_total").expect("bytes");
+    assert!(
+        after - before < vectors,
+        "{} bytes downloaded for a refused snapshot whose vectors alone are {vectors}",
+        after - before
+    );
+
+    f.upload(&second, None, None);
+    serving(&r, &second);
+}
+
+#[test]
 fn keep_2_after_three_publishes_leaves_the_newest_two_and_the_default_keeps_three() {
     let Some(f) = fixture("keep") else {
         return;

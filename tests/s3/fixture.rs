@@ -276,6 +276,12 @@ impl Fixture {
     /// not `skip`, and with `alter`'s bytes changed; then `CURRENT`. What a publish does,
     /// with the fault the test wants.
     pub fn upload(&self, id: &str, skip: Option<&str>, alter: Option<&str>) {
+        self.upload_files(id, skip, alter);
+        self.put("CURRENT", format!("{id}\n").into_bytes());
+    }
+
+    /// [`Fixture::upload`] without writing `CURRENT`.
+    pub fn upload_files(&self, id: &str, skip: Option<&str>, alter: Option<&str>) {
         let dir = self.indexer.join("snapshots").join(id);
         for rel in files_of(&dir) {
             if Some(rel.as_str()) == skip {
@@ -287,7 +293,6 @@ impl Fixture {
             }
             self.put(&format!("snapshots/{id}/{rel}"), bytes);
         }
-        self.put("CURRENT", format!("{id}\n").into_bytes());
     }
 
     /// Builds a snapshot of the changed catalog locally (not published); its id.
