@@ -540,6 +540,22 @@ fn follow_with_watch_or_refresh_is_a_usage_error_that_says_why() {
             "{message}"
         );
     }
+    // A directory followed into itself would prune the published snapshots.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_str().expect("utf-8");
+    let out = Command::new(BIN)
+        .args(["--json", "--index", path, "serve", "--follow", path])
+        .output()
+        .expect("run govcat");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .expect("message")
+            .contains("is also the --index of this replica"),
+        "{v}"
+    );
     // The healthy side: --follow alone parses (and fails later, on the bucket, not as usage).
     let out = Command::new(BIN)
         .args(["--json", "serve", "--follow", "not-a-scheme://x"])

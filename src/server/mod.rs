@@ -963,7 +963,7 @@ fn start_watch(
 }
 
 /// The follower of `--follow`, or `None` without it.
-fn open_follow(args: &ServeArgs) -> Result<Option<Arc<Follow>>, ServerError> {
+fn open_follow(options: &Options, args: &ServeArgs) -> Result<Option<Arc<Follow>>, ServerError> {
     let Some(text) = &args.follow else {
         return Ok(None);
     };
@@ -971,6 +971,18 @@ fn open_follow(args: &ServeArgs) -> Result<Option<Arc<Follow>>, ServerError> {
         return Err(ServerError::Follow(why));
     }
     let location = crate::sync::Location::parse(text).map_err(ServerError::Follow)?;
+    if let crate::sync::Location::Dir(dir) = &location {
+        let same = match (dir.canonicalize(), options.index.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => dir == &options.index,
+        };
+        if same {
+            return Err(ServerError::Follow(format!(
+                "{} is also the --index of this replica; the replica downloads into its own --index and prunes old snapshots there, so give it another one (e.g. --index /var/lib/govcat/index)",
+                dir.display()
+            )));
+        }
+    }
     let store = crate::sync::Store::open(&location, args.s3_endpoint.as_deref())
         .map_err(|e| ServerError::Follow(e.to_string()))?;
     Ok(Some(Arc::new(Follow::new(
@@ -1074,7 +1086,7 @@ pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(options, &e),
     };
-    let follow = match open_follow(args) {
+    let follow = match open_follow(options, args) {
         Ok(f) => f,
         Err(e) => return fail(options, &e),
     };
