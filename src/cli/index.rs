@@ -75,8 +75,14 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
         .map_err(ToolError::from)?;
         let published = match &store {
             Some(store) => Some(
-                crate::sync::publish::publish(&options.index, &manifest.id, store, args.keep, &bar)
-                    .map_err(publish_error)?,
+                crate::sync::publish::publish(
+                    &options.index,
+                    &manifest.id,
+                    store,
+                    args.keep,
+                    &upload_bar(options.json),
+                )
+                .map_err(publish_error)?,
             ),
             None => None,
         };
@@ -143,4 +149,20 @@ fn publish_error(e: crate::sync::SyncError) -> ToolError {
     )
     .with("object", e.object.clone())
     .with("reason", e.reason)
+}
+
+/// The upload's progress bar on stderr, in bytes (drawn only on a terminal, never under
+/// `--json`).
+fn upload_bar(json: bool) -> Bar {
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    if json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    Bar(bar)
 }
