@@ -647,6 +647,35 @@ fn a_publish_denied_by_s3_names_the_iam_action_and_leaves_current_alone() {
         "no CURRENT before the snapshot is complete"
     );
 
+    // Listing denied: the snapshot and CURRENT are published, pruning says what it lacks.
+    proxy.clear();
+    proxy.on(
+        &format!("{BUCKET}/"),
+        None,
+        Action::Respond {
+            status: 403,
+            headers: vec![("Content-Type".into(), "application/xml".into())],
+            body: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>".into(),
+        },
+    );
+    let (code, unpruned) = f.publish_via(&proxy.url());
+    let message = unpruned["message"].as_str().expect("message");
+    let current = f
+        .get("CURRENT")
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .expect("CURRENT written");
+    assert_eq!(
+        (code, &unpruned["reason"]),
+        (Some(1), &json!("access_denied")),
+        "{unpruned}"
+    );
+    assert!(
+        message.contains(&format!(
+            "snapshot {current} is published and CURRENT names it"
+        )) && message.contains(&format!("grant s3:ListBucket on arn:aws:s3:::{BUCKET} ")),
+        "{message}"
+    );
+
     // Granted (the proxy forwards again): the same command publishes.
     proxy.clear();
     let (code, published) = f.publish_via(&f.moto.url());
