@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Renders an eval report (eval.html from `govcat eval ... --report DIR`) in headless Chromium
 # (Debian package `chromium`) and checks that the page a reviewer sees holds its tables:
-# the metric table with a row per mode (queries reports) or the per-key table and the
-# conflicts (tags reports). Writes DIR/eval.png. Exits 1 when a table is missing.
+# the metric table with a row per mode (queries reports) or the per-key table, the
+# conflicts, the calibration table and a reliability diagram and precision-coverage chart
+# (inline SVG) per key (tags reports). Writes DIR/eval.png. Exits 1 when a table is missing.
 #
 # Usage: scripts/render-report.sh DIR
 set -euo pipefail
@@ -23,9 +24,13 @@ from html.parser import HTMLParser
 
 class Tables(HTMLParser):
     def __init__(self):
-        super().__init__(); self.tables = {}; self.current = None; self.row = None; self.cell = None
+        super().__init__(); self.tables = {}; self.current = None; self.row = None; self.cell = None; self.svgs = []; self.bins = 0
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
+        if tag == "svg" and a.get("class") in ("reliability", "coverage"):
+            self.svgs.append((a["class"], a.get("data-key")))
+        if tag == "rect" and a.get("class") == "bin":
+            self.bins += 1
         if tag == "table":
             self.current = a.get("id") or a.get("class") or f"table{len(self.tables)}"
             self.tables.setdefault(self.current, [])
@@ -53,7 +58,14 @@ elif "keys" in t.tables:
     rows = t.tables["keys"][1:]
     assert rows, "the per-key table is empty"
     assert "conflicts" in t.tables, "no conflicts table"
-    print(f"render-report: per-key table rendered for {', '.join(r[0] for r in rows)}; {len(t.tables['conflicts']) - 1} conflicts listed")
+    assert "calibration" in t.tables, "no calibration table"
+    keys = [r[0] for r in rows]
+    assert [r[0] for r in t.tables["calibration"][1:]] == keys + ["(all keys)"], "calibration rows differ from the keys"
+    for kind in ("reliability", "coverage"):
+        drawn = [k for c, k in t.svgs if c == kind]
+        assert drawn == keys, f"{kind} charts drawn for {drawn}, not for every key {keys}"
+    assert t.bins > 0, "no reliability bin drawn"
+    print(f"render-report: per-key table rendered for {', '.join(keys)}; {len(t.tables['conflicts']) - 1} conflicts listed; reliability and coverage charts for every key ({t.bins} bins)")
 else:
     sys.exit("render-report: the rendered page has neither a metrics nor a keys table")
 PY

@@ -274,6 +274,26 @@ pub fn load_embedder() -> Result<Arc<dyn Embedder>, ToolError> {
         .map_err(|e| ToolError::new("EmbedderUnavailable", e.to_string()))
 }
 
+/// What `govcat index` and `serve --refresh`/`--watch` give `index::build_calibrated`: loads the
+/// staged snapshot into a context from `fresh` (the same catalog and ontology), runs the
+/// leave-one-out of `tools::calibrate::fit_snapshot` over it and returns the map to store.
+pub fn calibrator<'a>(
+    fresh: &'a dyn Fn() -> Result<Context, ToolError>,
+    embedder: Arc<dyn Embedder>,
+    progress: &'a dyn crate::index::Progress,
+) -> impl Fn(&Path) -> Result<crate::calibration::Map, crate::index::IndexError> + 'a {
+    move |dir| {
+        let failed = |e: ToolError| crate::index::IndexError::Calibration(e.message);
+        let snapshot = crate::index::load(dir, embedder.as_ref())?;
+        let handle = crate::index::SnapshotHandle::new();
+        handle.swap(snapshot);
+        let ctx = fresh()
+            .map_err(failed)?
+            .with_retrieval(embedder.clone(), handle);
+        crate::tools::calibrate::fit_snapshot(&ctx, progress).map_err(failed)
+    }
+}
+
 /// Prints JSON on stdout; a closed pipe (`| head`) ends output quietly instead of panicking.
 pub fn print_json(value: &Value) {
     use std::io::Write;

@@ -77,6 +77,11 @@ pub enum Command {
         /// most 8): its likely name, the standard term, English words.
         #[arg(long = "alt", value_name = "TEXT")]
         alternatives: Vec<String>,
+        /// Do not propose a key whose confidence (how often proposals with the same evidence
+        /// were right on this catalog) is below this share, e.g. 0.9; it is listed as
+        /// abstained with both numbers.
+        #[arg(long, value_name = "SHARE")]
+        min_confidence: Option<f64>,
         /// Target dataset's domain (with --table): include its sibling columns, read live.
         #[arg(long)]
         domain: Option<String>,
@@ -161,6 +166,10 @@ pub enum EvalCommand {
         /// echoed in request.params.
         #[arg(long = "param", value_name = "NAME=VALUE")]
         params: Vec<String>,
+        /// Pass min_confidence to every suggestion (keys below it count as not answered),
+        /// with the snapshot's own calibration; omit for every proposal.
+        #[arg(long, value_name = "SHARE")]
+        min_confidence: Option<f64>,
     },
 }
 
@@ -337,12 +346,16 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Suggest {
             query,
             alternatives,
+            min_confidence,
             domain,
             table,
         } => {
             let mut args = json!({ "description": query });
             if !alternatives.is_empty() {
                 args["alternatives"] = json!(alternatives);
+            }
+            if let Some(m) = min_confidence {
+                args["min_confidence"] = json!(m);
             }
             if let Some(d) = domain {
                 args["domain"] = json!(d);
@@ -538,10 +551,11 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                 exclude,
                 report: dir,
                 params,
+                min_confidence,
             } => {
                 ctx.retrieval = crate::retrieval::Params::with_overrides(ctx.retrieval, params)
                     .map_err(|problem| ToolError::new("InvalidArguments", problem))?;
-                let r = tags::run(&ctx, *exclude, &bar)?;
+                let r = tags::run_with(&ctx, *exclude, *min_confidence, &bar)?;
                 let mut summary = format!(
                     "{:<16} {:>7} {:>10} {:>8} {:>9} {:>9} {:>12}\n",
                     "KEY",
@@ -571,6 +585,16 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                 }
                 if marked {
                     summary += "! accuracy@1 below a baseline (majority or name overlap)\n";
+                }
+                summary += &calibration_summary(&r.calibration);
+                match &r.snapshot_calibration {
+                    Some(map) => {
+                        summary += "the snapshot's own map (govcat index, fitted on every checked column):\n";
+                        for line in map.summary() {
+                            summary += &format!("  {line}\n");
+                        }
+                    }
+                    None => summary += "the snapshot carries no calibration: suggest_tags reports no confidence (rebuild it with govcat index)\n",
                 }
                 summary += &format!(
                     "{} precedent conflicts; {} columns in {:.1} s\n",
@@ -639,6 +663,47 @@ impl crate::index::Progress for Bar {
     fn finish(&self) {
         self.0.finish();
     }
+}
+
+/// The calibration table of `govcat eval tags`: per key, held-out proposals, ECE, what
+/// confidence ≥ 0.9 keeps, and coverage at 0.90 / 0.95 precision next to the raw
+/// precedent_weight's.
+fn calibration_summary(c: &crate::eval::tags::CalibrationReport) -> String {
+    let mut out = format!(
+        "confidence, {}:\n{:<16} {:>8} {:>6} {:>12} {:>14} {:>20} {:>18}\n",
+        c.split,
+        "KEY",
+        "HELD-OUT",
+        "ECE",
+        "P@CONF>=0.9",
+        "COV@CONF>=0.9",
+        "RAW COV@SAME P",
+        "COV@P0.90 CONF/RAW"
+    );
+    let mut row = |key: &str, k: &crate::eval::tags::KeyCalibration| {
+        out += &format!(
+            "{:<16} {:>8} {:>6.3} {:>12} {:>14.3} {:>20} {:>12.3}/{:.3}\n",
+            key,
+            k.held_out.proposals,
+            k.held_out.ece,
+            k.at_min_confidence_0_9
+                .precision
+                .map_or("-".to_string(), |p| format!("{p:.3}")),
+            k.at_min_confidence_0_9.coverage,
+            k.precedent_weight_coverage_at_same_precision
+                .map_or("-".to_string(), |c| format!("{c:.3}")),
+            k.held_out.coverage_at_precision.get("0.90").copied().unwrap_or(0.0),
+            k.precedent_weight_coverage_at_precision
+                .get("0.90")
+                .copied()
+                .unwrap_or(0.0)
+        );
+    };
+    for (key, k) in &c.keys {
+        row(key, k);
+    }
+    row("(all keys)", &c.all_keys);
+    out
 }
 
 fn s(v: &Value) -> &str {
@@ -870,6 +935,27 @@ fn render(tool: &str, v: &Value) -> String {
                 s(&v["proposal"]["resolution"]),
                 v["proposal"]["tags"]
             );
+            match (
+                v["proposal"]["confidence"].as_object(),
+                v["proposal"]["calibration"].as_object(),
+            ) {
+                (Some(conf), Some(cal)) if !conf.is_empty() => {
+                    let each: Vec<String> = conf
+                        .iter()
+                        .map(|(k, c)| format!("{k} {:.2}", c.as_f64().unwrap_or(0.0)))
+                        .collect();
+                    out += &format!(
+                        "confidence (share right among proposals with this evidence, {} columns checked{}): {}\n",
+                        cal["columns"],
+                        if cal["sampled"].as_bool() == Some(true) { ", a sample" } else { "" },
+                        each.join(", ")
+                    );
+                }
+                (_, None) => {
+                    out += "confidence: not measured (the snapshot was built without calibration; run govcat index)\n"
+                }
+                _ => {}
+            }
             if let Some(abstained) = v["proposal"]["abstained"].as_object() {
                 for (key, why) in abstained {
                     out += &format!("  no proposal for {key}: {}\n", s(why));

@@ -14,6 +14,9 @@
 //! - [`ontology`]: the LF-tag vocabulary (5 keys, 21 values), its loader and `resolve()`, and
 //!   the German→English glossary and the abbreviation lexicon loaded beside it
 //!   (`ontology::glossary`).
+//! - [`calibration`]: calibrated confidence of tag proposals — the evidence a proposal rests
+//!   on, the monotone per-key map fitted on the catalog's own leave-one-out (stored in the
+//!   snapshot), and the measures `eval tags` reports it with (reliability, ECE, coverage).
 //! - [`catalog`]: domains, datasets, columns and their four-state tags; the parse boundary
 //!   (`catalog::boundary`) every source goes through, the `dir` source (`catalog::dir`) and the
 //!   `aws` source (`catalog::aws`: Glue, Lake Formation, STS; `govcat record`).
@@ -57,6 +60,7 @@ pub const DEFAULT_INDEX_DIR: &str = "index";
 pub mod app;
 pub mod audit;
 pub mod auth;
+pub mod calibration;
 pub mod catalog;
 pub mod cli;
 pub mod embed;

@@ -323,7 +323,8 @@ const TAG_RULES: &str = "Rules:
 - Tag values come only from the ontology (resource govcat://ontology/lf-tags: 5 keys, 21 values). Never write a value that is not in it, however plausible it sounds (no \"pii\", no \"restricted\").
 - residency is where the data is stored, not where the data subject lives or banks. A replicated extract can differ from its source: an EU IBAN copied into a globally replicated extract is residency global, not eu. Take residency from the target table (its sibling columns and the value a new column there inherits), never from the words of the description.
 - An empty result is not a licence to guess. When a search finds nothing (match_type none), say so and try its suggestions; when a key cannot be decided from the catalog, leave it undecided and ask me rather than filling it from general knowledge.
-- Every value needs a source: a precedent column id (column:<domain>.<table>.<column>), the target table's siblings, or the level it is inherited from (table or database).";
+- Every value needs a source: a precedent column id (column:<domain>.<table>.<column>), the target table's siblings, or the level it is inherited from (table or database).
+- State each key's confidence from suggest_tags' proposal.confidence (the share of proposals with the same evidence that were right on this catalog). For every key below 0.9, or with no confidence, do not tag it yourself: show me the candidates and their precedents and ask me to decide.";
 
 /// What `tag-new-column` asks the assistant to pass as `alternatives`, and why.
 pub const ALTERNATIVES_ASK: &str = "Alternatives: pass the new column's name (ask me for it if you do not know it) and two to four other phrasings as alternatives to find_precedents and suggest_tags - likely names of such a column elsewhere in snake_case (payee_iban), the standard term, English words for a German description. Why: comparable columns are often named and described in other words than mine, and the catalog is searched only for the words sent; each phrasing is searched once, exactly as given, the lists are fused into one, and each entry's matched_by shows which phrasing found it. Never put a tag value or a column id you have not seen in the catalog into them.";
@@ -367,7 +368,7 @@ fn tag_new_column(description: &str, target: Option<(&str, &str)>) -> Rendered {
 {suggest}
 3. resolve_lf_tag {{\"tags\": {{...}}}} with the set I chose, one value per key (start from suggest_tags' proposal.tags) - validates it against the ontology. If it asks for a missing key, I ask you instead of choosing a value myself.
 {live}
-Then I give the tag set, one key per line, each with the precedent, siblings or inherited level its value came from, and any key left undecided with the reason."
+Then I give the tag set, one key per line, each with the precedent, siblings or inherited level its value came from and its confidence, and any key left undecided with the reason; for every key below confidence 0.9 I ask you instead of deciding."
     );
     Rendered {
         description: format!("Tag a new column (\"{description}\") from precedent."),

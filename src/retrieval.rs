@@ -428,6 +428,16 @@ pub fn asks_for_identifier_with(description: &str, expansion: &[String]) -> bool
     })
 }
 
+/// What the dense side embeds for one phrasing: the text as given, with its expansion (the
+/// glossary's English terms) in parentheses when it has one.
+pub fn dense_query_text(text: &str, expansion: &[String]) -> String {
+    if expansion.is_empty() {
+        text.to_string()
+    } else {
+        format!("{} ({})", text, expansion.join(" "))
+    }
+}
+
 /// (ordinal, score) pairs of one side, best first.
 pub type Candidates = Vec<(u32, f32)>;
 
@@ -477,13 +487,7 @@ pub fn candidates_all(
         let texts: Vec<String> = phrasings
             .iter()
             .zip(prepared)
-            .map(|(text, p)| {
-                if p.expansion.is_empty() {
-                    text.to_string()
-                } else {
-                    format!("{} ({})", text, p.expansion.join(" "))
-                }
-            })
+            .map(|(text, p)| dense_query_text(text, &p.expansion))
             .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = embedder.embed_queries(&refs)?;

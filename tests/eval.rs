@@ -137,6 +137,7 @@ fn the_held_out_column_is_never_its_own_precedent() {
     let input = || suggest_tags::Input {
         description: tags::description_of(doc),
         alternatives: None,
+        min_confidence: None,
         domain: None,
         table: None,
     };
@@ -208,7 +209,57 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
     }
     assert_eq!(r.columns + r.untagged_columns, 723);
     assert_eq!(v["request"]["exclude"], "column");
+    // The honest split: every checked proposal is either fitted on or measured on, and the
+    // held-out count is that of the per-column outcomes of held-out tables.
+    for key in &ontology_keys {
+        let c = &v["calibration"]["keys"][key];
+        assert_eq!(
+            keys(c),
+            [
+                "fitted_on",
+                "held_out",
+                "at_min_confidence_0_9",
+                "precedent_weight_coverage_at_precision",
+                "precedent_weight_coverage_at_same_precision",
+                "curve",
+                "precedent_weight_curve"
+            ]
+            .map(String::from)
+            .into(),
+            "{key}"
+        );
+        let checked = |held_out: bool| {
+            r.per_column
+                .iter()
+                .filter(|c| c.calibration_table != held_out)
+                .filter(|c| c.evidence.contains_key(key) && c.keys.contains_key(key))
+                .count() as u64
+        };
+        assert_eq!(c["held_out"]["proposals"].as_u64(), Some(checked(true)), "{key}");
+        assert_eq!(c["fitted_on"].as_u64(), Some(checked(false)), "{key}");
+        let binned: u64 = c["held_out"]["bins"]
+            .as_array()
+            .expect("bins")
+            .iter()
+            .map(|b| b["n"].as_u64().expect("n"))
+            .sum();
+        assert_eq!(Some(binned), c["held_out"]["proposals"].as_u64(), "{key}");
+        assert_eq!(c["held_out"]["bins"].as_array().map(Vec::len), Some(10));
+    }
+    // This snapshot was built without calibration: its own map is absent, and so are the
+    // confidences of the suggestions.
+    assert_eq!(v["snapshot_calibration"], Value::Null);
+    assert!(r.per_column.iter().all(|c| c.confidence.is_empty()));
     let html = report::tags_html(&r);
+    assert!(html.contains("<table id=\"calibration\">"));
+    for key in &ontology_keys {
+        for chart in ["reliability", "coverage"] {
+            assert!(
+                html.contains(&format!("<svg class=\"{chart}\" data-key=\"{key}\"")),
+                "{chart} chart of {key}"
+            );
+        }
+    }
     assert!(html.contains("<table id=\"keys\">"));
     assert!(html.contains("<table id=\"conflicts\">"));
     for key in &ontology_keys {

@@ -45,6 +45,7 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
         crate::index::EmbedReport,
         Option<crate::sync::publish::PublishReport>,
     );
+    let calibration_seconds = std::cell::Cell::new(0.0);
     let result = (|| -> Result<Built, ToolError> {
         // The location is checked before the (long) build, so a typo fails at once.
         let store = match &args.publish {
@@ -65,12 +66,22 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
             bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
         }
         let bar = Bar(bar);
-        let (manifest, embedded) = crate::index::build_reporting(
+        let fresh = || context(options);
+        let calibrate = crate::app::calibrator(&fresh, embedder.clone(), &bar);
+        let calibrate = |dir: &std::path::Path| {
+            let started = std::time::Instant::now();
+            let map = calibrate(dir);
+            calibration_seconds.set(started.elapsed().as_secs_f64());
+            map
+        };
+        let (manifest, embedded) = crate::index::build_calibrated(
             &options.index,
             &ctx.ontology,
             ctx.source.as_ref(),
             embedder.as_ref(),
             &bar,
+            false,
+            Some(&calibrate),
         )
         .map_err(ToolError::from)?;
         let published = match &store {
@@ -117,6 +128,20 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
                 );
                 for u in &m.counts.unreadable_tables {
                     println!("  not indexed: {} ({})", u.table, u.reason);
+                }
+                let path = options
+                    .index
+                    .join("snapshots")
+                    .join(&m.id)
+                    .join(crate::index::CALIBRATION);
+                let map: Option<crate::calibration::Map> = std::fs::read(&path)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok());
+                if let Some(map) = map {
+                    println!("  calibrated in {:.1} s", calibration_seconds.get());
+                    for line in map.summary() {
+                        println!("  {line}");
+                    }
                 }
                 if let Some(p) = &published {
                     println!(

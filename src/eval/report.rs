@@ -2,6 +2,7 @@
 //! prints) and `eval.html`, one self-contained page (inline CSS and SVG, no script, nothing
 //! fetched) that a governance reviewer opens without running anything.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -237,6 +238,151 @@ pub fn queries_html(r: &QueriesReport) -> String {
     page("govcat eval queries", &b)
 }
 
+/// Side of one inline SVG chart, in pixels; the plot area leaves [`MARGIN`] for the axes.
+const SIDE: f64 = 220.0;
+const MARGIN: f64 = 30.0;
+
+/// (x, y) in [0, 1]² → SVG coordinates of the plot area.
+fn at(x: f64, y: f64) -> (f64, f64) {
+    let span = SIDE - 2.0 * MARGIN;
+    (MARGIN + x * span, SIDE - MARGIN - y * span)
+}
+
+fn axes(b: &mut String, x_label: &str, y_label: &str) {
+    let (x0, y0) = at(0.0, 0.0);
+    let (x1, y1) = at(1.0, 1.0);
+    let _ = write!(
+        b,
+        "<rect x=\"{x0}\" y=\"{y1}\" width=\"{w}\" height=\"{w}\" fill=\"none\" stroke=\"#999\"/>\
+         <text x=\"{xm}\" y=\"{yb}\" font-size=\"10\" text-anchor=\"middle\">{x}</text>\
+         <text x=\"10\" y=\"{ym}\" font-size=\"10\" text-anchor=\"middle\" transform=\"rotate(-90 10 {ym})\">{y}</text>\
+         <text x=\"{x0}\" y=\"{yb2}\" font-size=\"9\">0</text><text x=\"{x1}\" y=\"{yb2}\" font-size=\"9\" text-anchor=\"end\">1</text>",
+        w = x1 - x0,
+        xm = (x0 + x1) / 2.0,
+        yb = y0 + 24.0,
+        yb2 = y0 + 11.0,
+        ym = (y0 + y1) / 2.0,
+        x = esc(x_label),
+        y = esc(y_label),
+    );
+}
+
+/// The reliability diagram of one key: per confidence bin, its accuracy (a bar; the bar's
+/// label is the bin's n) against the diagonal of perfect calibration.
+fn reliability_svg(key: &str, r: &crate::calibration::Reliability) -> String {
+    let mut b = format!(
+        "<svg class=\"reliability\" data-key=\"{}\" width=\"{SIDE}\" height=\"{SIDE}\" viewBox=\"0 0 {SIDE} {SIDE}\" role=\"img\" aria-label=\"reliability diagram of {}\">",
+        esc(key),
+        esc(key)
+    );
+    axes(&mut b, "confidence", "accuracy");
+    let (x0, y0) = at(0.0, 0.0);
+    let (x1, y1) = at(1.0, 1.0);
+    let _ = write!(
+        b,
+        "<line x1=\"{x0}\" y1=\"{y0}\" x2=\"{x1}\" y2=\"{y1}\" stroke=\"#bbb\" stroke-dasharray=\"3 3\"/>"
+    );
+    for bin in &r.bins {
+        let Some(acc) = bin.accuracy else { continue };
+        let (bx, by) = at(bin.lower, acc);
+        let (bx2, _) = at(bin.upper, 0.0);
+        let _ = write!(
+            b,
+            "<rect class=\"bin\" x=\"{:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#4a7ab0\" fill-opacity=\"0.7\"><title>confidence {:.1}-{:.1}: n {}, mean confidence {}, accuracy {acc:.3}</title></rect>",
+            bx + 1.0,
+            bx2 - bx - 2.0,
+            y0 - by,
+            bin.lower,
+            bin.upper,
+            bin.n,
+            bin.mean_confidence.map_or("-".into(), |m| format!("{m:.3}")),
+        );
+    }
+    b += "</svg>";
+    b
+}
+
+/// The precision–coverage curves of one key: calibrated confidence (solid) and the raw
+/// precedent_weight (dashed).
+fn coverage_svg(key: &str, k: &super::tags::KeyCalibration) -> String {
+    let mut b = format!(
+        "<svg class=\"coverage\" data-key=\"{}\" width=\"{SIDE}\" height=\"{SIDE}\" viewBox=\"0 0 {SIDE} {SIDE}\" role=\"img\" aria-label=\"precision against coverage of {}\">",
+        esc(key),
+        esc(key)
+    );
+    axes(&mut b, "coverage", "precision");
+    for (curve, style) in [
+        (&k.curve, "stroke=\"#4a7ab0\""),
+        (&k.precedent_weight_curve, "stroke=\"#c0504d\" stroke-dasharray=\"4 3\""),
+    ] {
+        let points: Vec<String> = curve
+            .iter()
+            .map(|&(_, c, p)| {
+                let (x, y) = at(c, p);
+                format!("{x:.1},{y:.1}")
+            })
+            .collect();
+        let _ = write!(
+            b,
+            "<polyline fill=\"none\" stroke-width=\"2\" {style} points=\"{}\"/>",
+            points.join(" ")
+        );
+    }
+    b += "</svg>";
+    b
+}
+
+/// The calibration section of `eval tags`: per key the held-out figures, the reliability
+/// diagram and the precision–coverage curve.
+fn calibration_html(c: &super::tags::CalibrationReport) -> String {
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<h2>Confidence</h2><p>A map ({}) {}. Coverage: share of the held-out columns with a present value for the key. Solid: calibrated confidence; dashed: the raw precedent_weight.</p>\
+         <table id=\"calibration\"><tr><th class=\"l\">key</th><th>fitted on</th><th>held-out proposals</th><th>ECE</th><th>precision at confidence &ge; 0.9</th><th>coverage at confidence &ge; 0.9</th><th>precedent_weight: coverage at that precision</th><th>coverage at precision 0.90 / 0.95 / 0.99</th><th>precedent_weight: coverage at precision 0.90 / 0.95 / 0.99</th></tr>",
+        esc(&c.map.method),
+        esc(c.split)
+    );
+    let three = |m: &BTreeMap<String, f64>| {
+        ["0.90", "0.95", "0.99"]
+            .iter()
+            .map(|p| f3(m.get(*p).copied().unwrap_or(0.0)))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    let mut row = |key: &str, k: &super::tags::KeyCalibration| {
+        let _ = write!(
+            b,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(key),
+            k.fitted_on,
+            k.held_out.proposals,
+            f3(k.held_out.ece),
+            opt3(k.at_min_confidence_0_9.precision),
+            f3(k.at_min_confidence_0_9.coverage),
+            opt3(k.precedent_weight_coverage_at_same_precision),
+            three(&k.held_out.coverage_at_precision),
+            three(&k.precedent_weight_coverage_at_precision)
+        );
+    };
+    for (key, k) in &c.keys {
+        row(key, k);
+    }
+    row("(all keys)", &c.all_keys);
+    b += "</table><div class=\"charts\">";
+    for (key, k) in &c.keys {
+        let _ = write!(
+            b,
+            "<figure><figcaption>{}</figcaption>{}{}</figure>",
+            esc(key),
+            reliability_svg(key, &k.held_out),
+            coverage_svg(key, k)
+        );
+    }
+    b += "</div>";
+    b
+}
+
 /// The page of `govcat eval tags`.
 pub fn tags_html(r: &TagsReport) -> String {
     let mut b = String::new();
@@ -271,7 +417,9 @@ pub fn tags_html(r: &TagsReport) -> String {
             f3(k.baseline_name_overlap)
         );
     }
-    b += "</table><h2>Confusion</h2>";
+    b += "</table>";
+    b += &calibration_html(&r.calibration);
+    b += "<h2>Confusion</h2>";
     for (key, k) in &r.keys {
         let mut predicted: Vec<&String> = k.confusion.values().flat_map(|m| m.keys()).collect();
         predicted.sort();

@@ -11,9 +11,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 
 use super::Progress;
+use crate::calibration::{self, Map, Observation, Reliability};
 use crate::index::documents::{Document, Kind};
 use crate::text::{split_identifier, words};
-use crate::tools::{suggest_tags, Caller, Context, ToolError};
+pub use crate::tools::calibrate::{description_of, value_of};
+use crate::tools::{calibrate, Context, ToolError};
 
 /// What a held-out column hides from the precedents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -71,6 +73,8 @@ pub struct TagsRequest {
     pub snapshot_id: String,
     pub ontology_version: String,
     pub keys: Vec<String>,
+    /// Passed to every suggestion (`--min-confidence`); `null`: every proposal counts.
+    pub min_confidence: Option<f64>,
     /// The retrieval parameters the suggestions ran with (defaults plus `--param`).
     pub params: crate::retrieval::Params,
     pub definitions: BTreeMap<&'static str, &'static str>,
@@ -81,8 +85,58 @@ pub struct TagsRequest {
 pub struct ColumnOutcome {
     pub id: String,
     pub description: String,
+    /// `proposal.confidence` of the suggestion (the snapshot's own map; empty without one).
+    pub confidence: BTreeMap<String, f64>,
+    /// What each key's precedent proposal rested on (what confidence is computed from).
+    pub evidence: BTreeMap<String, crate::calibration::Evidence>,
+    /// Whether the column's table is a calibration table (else held out).
+    pub calibration_table: bool,
     /// Key → (real, proposed or `null`).
     pub keys: BTreeMap<String, (String, Option<String>)>,
+}
+
+/// How well confidence fitted on the calibration tables holds on the held-out tables, for one
+/// key (or every key together).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeyCalibration {
+    /// Proposals of calibration tables the map was fitted on.
+    pub fitted_on: usize,
+    /// The held-out proposals' reliability table, ECE and coverage at 0.90/0.95/0.99 precision
+    /// (coverage: share of the held-out columns with a present value for the key).
+    pub held_out: Reliability,
+    /// Precision and coverage of the held-out proposals with confidence ≥ 0.9 (what
+    /// `min_confidence 0.9` keeps).
+    pub at_min_confidence_0_9: Threshold,
+    /// The same coverage at precision, thresholding the raw precedent_weight share instead.
+    pub precedent_weight_coverage_at_precision: BTreeMap<String, f64>,
+    /// The coverage a threshold on the raw precedent_weight keeps at the precision that
+    /// confidence ≥ 0.9 reached (compare with `at_min_confidence_0_9.coverage`).
+    pub precedent_weight_coverage_at_same_precision: Option<f64>,
+    /// Precision–coverage curves (threshold, coverage, precision), at most
+    /// [`CURVE_POINTS`] points each: calibrated confidence and raw precedent_weight.
+    pub curve: Vec<(f64, f64, f64)>,
+    pub precedent_weight_curve: Vec<(f64, f64, f64)>,
+}
+
+/// Precision (`null` when nothing is kept) and coverage at a threshold.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Threshold {
+    pub precision: Option<f64>,
+    pub coverage: f64,
+}
+
+/// Points kept of a precision–coverage curve in the report.
+pub const CURVE_POINTS: usize = 50;
+
+/// The honest split of `eval tags`: a map fitted on the calibration tables
+/// ([`calibration::is_calibration_table`]), measured on the others.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CalibrationReport {
+    pub split: &'static str,
+    pub map: Map,
+    pub keys: BTreeMap<String, KeyCalibration>,
+    /// Every key's held-out proposals together.
+    pub all_keys: KeyCalibration,
 }
 
 /// The result of `govcat eval tags`.
@@ -95,8 +149,84 @@ pub struct TagsReport {
     /// Columns with no present tag, not evaluated.
     pub untagged_columns: usize,
     pub per_column: Vec<ColumnOutcome>,
+    /// Confidence fitted on the calibration tables, reported on the held-out tables.
+    pub calibration: CalibrationReport,
+    /// The map stored in the served snapshot (fitted by `govcat index` on every checked
+    /// column); `null` for a snapshot built without calibration.
+    pub snapshot_calibration: Option<Map>,
     pub request: TagsRequest,
     pub wall_seconds: f64,
+}
+
+/// At most [`CURVE_POINTS`] points of `curve`, evenly spaced, the last always kept.
+fn thin(curve: Vec<(f64, f64, f64)>) -> Vec<(f64, f64, f64)> {
+    if curve.len() <= CURVE_POINTS {
+        return curve.into_iter().map(|(t, c, p)| (round4(t), round4(c), round4(p))).collect();
+    }
+    let step = curve.len() as f64 / CURVE_POINTS as f64;
+    let mut out: Vec<(f64, f64, f64)> = (0..CURVE_POINTS)
+        .map(|i| curve[((i as f64 + 1.0) * step) as usize - 1])
+        .collect();
+    if let (Some(last), Some(end)) = (out.last_mut(), curve.last()) {
+        *last = *end;
+    }
+    out.into_iter().map(|(t, c, p)| (round4(t), round4(c), round4(p))).collect()
+}
+
+/// Fits a map on the calibration tables' proposals of `checked` and measures it on the rest.
+fn calibration_report(
+    checked: &[(bool, Observation)],
+    keys: &[String],
+    held_out_columns: &dyn Fn(&str) -> usize,
+) -> CalibrationReport {
+    let fit_on: Vec<Observation> = checked
+        .iter()
+        .filter(|(cal, _)| *cal)
+        .map(|(_, o)| o.clone())
+        .collect();
+    let map = calibration::fit(&fit_on, fit_on.len(), false, BTreeMap::new());
+    let measure = |key: Option<&str>| {
+        let held: Vec<&Observation> = checked
+            .iter()
+            .filter(|(cal, o)| !cal && key.is_none_or(|k| o.key == k))
+            .map(|(_, o)| o)
+            .collect();
+        let columns = match key {
+            Some(k) => held_out_columns(k),
+            None => keys.iter().map(|k| held_out_columns(k)).sum(),
+        };
+        let scored: Vec<(f64, bool)> = held
+            .iter()
+            .map(|o| (map.confidence(&o.key, &o.evidence), o.correct))
+            .collect();
+        let raw: Vec<(f64, bool)> = held.iter().map(|o| (o.evidence.share, o.correct)).collect();
+        let (precision, coverage) = calibration::at_threshold(&scored, columns, 0.9);
+        KeyCalibration {
+            fitted_on: fit_on
+                .iter()
+                .filter(|o| key.is_none_or(|k| o.key == k))
+                .count(),
+            held_out: calibration::reliability(&scored, columns),
+            at_min_confidence_0_9: Threshold {
+                precision,
+                coverage,
+            },
+            precedent_weight_coverage_at_precision: calibration::PRECISIONS
+                .iter()
+                .map(|&p| (format!("{p:.2}"), calibration::coverage_at(&raw, columns, p)))
+                .collect(),
+            precedent_weight_coverage_at_same_precision: precision
+                .map(|p| calibration::coverage_at(&raw, columns, p)),
+            curve: thin(calibration::curve(&scored, columns)),
+            precedent_weight_curve: thin(calibration::curve(&raw, columns)),
+        }
+    };
+    CalibrationReport {
+        split: "fitted on the tables whose sha256(\"domain.table\") starts with an even byte, measured on the others",
+        keys: keys.iter().map(|k| (k.clone(), measure(Some(k)))).collect(),
+        all_keys: measure(None),
+        map,
+    }
 }
 
 fn round4(x: f64) -> f64 {
@@ -109,15 +239,6 @@ fn share(n: usize, of: usize) -> f64 {
     } else {
         round4(n as f64 / of as f64)
     }
-}
-
-/// The present, in-ontology value of `key` on a document.
-fn value_of<'a>(ctx: &Context, doc: &'a Document, key: &str) -> Option<&'a str> {
-    doc.lf_tags
-        .as_ref()?
-        .get(key)?
-        .value()
-        .filter(|v| ctx.ontology.contains(key, v))
 }
 
 /// The words of a column name: `customerBirthDate` → {birth, customer, date}.
@@ -135,15 +256,6 @@ fn majority(counts: &BTreeMap<&str, usize>) -> Option<String> {
         .map(|(v, _)| v.to_string())
 }
 
-/// The description a held-out column is suggested from: `name: description`.
-pub fn description_of(doc: &Document) -> String {
-    let name = doc.column.as_deref().unwrap_or_default();
-    match doc.description.as_deref().map(str::trim) {
-        Some(d) if !d.is_empty() => format!("{name}: {d}"),
-        _ => name.to_string(),
-    }
-}
-
 fn hidden(exclude: Exclude, held: &Document, other: &Document) -> bool {
     match exclude {
         Exclude::Column => other.id == held.id,
@@ -155,6 +267,17 @@ fn hidden(exclude: Exclude, held: &Document, other: &Document) -> bool {
 pub fn run(
     ctx: &Context,
     exclude: Exclude,
+    progress: &dyn Progress,
+) -> Result<TagsReport, ToolError> {
+    run_with(ctx, exclude, None, progress)
+}
+
+/// [`run`] with `min_confidence` passed to every suggestion (keys below it count as not
+/// answered, as the caller would see them).
+pub fn run_with(
+    ctx: &Context,
+    exclude: Exclude,
+    min_confidence: Option<f64>,
     progress: &dyn Progress,
 ) -> Result<TagsReport, ToolError> {
     let started = std::time::Instant::now();
@@ -185,7 +308,6 @@ pub fn run(
         }));
     }
     let names: Vec<BTreeSet<String>> = columns.iter().map(|d| name_words(d)).collect();
-    let caller = Caller::local();
     #[derive(Default)]
     struct Tally {
         columns: usize,
@@ -197,78 +319,92 @@ pub fn run(
     }
     let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
     let mut per_column = Vec::with_capacity(held.len());
-    progress.start(
-        "suggesting tags, one column held out at a time",
-        held.len() as u64,
-    );
-    for doc in &held {
-        let description = description_of(doc);
-        let input = suggest_tags::Input {
-            description: description
-                .chars()
-                .take(crate::limits::MAX_DESCRIPTION_CHARS)
-                .collect(),
-            alternatives: None,
-            domain: None,
-            table: None,
-        };
-        let out =
-            suggest_tags::run_excluding(ctx, &caller, input, &|other| hidden(exclude, doc, other))?;
-        let mine = name_words(doc);
-        let mut outcome = BTreeMap::new();
-        for key in &keys {
-            let Some(real) = value_of(ctx, doc, key) else {
-                continue;
-            };
-            let proposed = out.proposal.tags.get(key.as_str()).cloned();
-            // Both baselines see the same columns the suggestion may see.
-            let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-            let mut best = 0usize;
-            let mut best_counts: BTreeMap<&str, usize> = BTreeMap::new();
-            for (other, other_names) in columns.iter().zip(&names) {
-                if hidden(exclude, doc, other) {
-                    continue;
-                }
-                let Some(v) = value_of(ctx, other, key) else {
+    // Per checked proposal: whether its table is a calibration table, and the observation.
+    let mut checked: Vec<(bool, Observation)> = Vec::new();
+    calibrate::leave_one_out(
+        ctx,
+        &held,
+        &|doc, other| hidden(exclude, doc, other),
+        min_confidence,
+        progress,
+        &mut |doc, description, out, evidence| {
+            let mine = name_words(doc);
+            let mut outcome = BTreeMap::new();
+            for key in &keys {
+                let Some(real) = value_of(ctx, doc, key) else {
                     continue;
                 };
-                *counts.entry(v).or_default() += 1;
-                let shared = mine.intersection(other_names).count();
-                if shared > best {
-                    best = shared;
-                    best_counts.clear();
+                let proposed = out.proposal.tags.get(key.as_str()).cloned();
+                // Both baselines see the same columns the suggestion may see.
+                let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+                let mut best = 0usize;
+                let mut best_counts: BTreeMap<&str, usize> = BTreeMap::new();
+                for (other, other_names) in columns.iter().zip(&names) {
+                    if hidden(exclude, doc, other) {
+                        continue;
+                    }
+                    let Some(v) = value_of(ctx, other, key) else {
+                        continue;
+                    };
+                    *counts.entry(v).or_default() += 1;
+                    let shared = mine.intersection(other_names).count();
+                    if shared > best {
+                        best = shared;
+                        best_counts.clear();
+                    }
+                    if shared == best && shared > 0 {
+                        *best_counts.entry(v).or_default() += 1;
+                    }
                 }
-                if shared == best && shared > 0 {
-                    *best_counts.entry(v).or_default() += 1;
-                }
+                let majority_value = majority(&counts);
+                let overlap_value = if best > 0 {
+                    majority(&best_counts)
+                } else {
+                    majority_value.clone()
+                };
+                let t = tallies.entry(key.as_str()).or_default();
+                t.columns += 1;
+                t.correct += usize::from(proposed.as_deref() == Some(real));
+                t.answered += usize::from(proposed.is_some());
+                t.majority += usize::from(majority_value.as_deref() == Some(real));
+                t.overlap += usize::from(overlap_value.as_deref() == Some(real));
+                *t.confusion
+                    .entry(real.to_string())
+                    .or_default()
+                    .entry(proposed.clone().unwrap_or_else(|| NO_ANSWER.to_string()))
+                    .or_default() += 1;
+                outcome.insert(key.clone(), (real.to_string(), proposed));
             }
-            let majority_value = majority(&counts);
-            let overlap_value = if best > 0 {
-                majority(&best_counts)
-            } else {
-                majority_value.clone()
-            };
-            let t = tallies.entry(key.as_str()).or_default();
-            t.columns += 1;
-            t.correct += usize::from(proposed.as_deref() == Some(real));
-            t.answered += usize::from(proposed.is_some());
-            t.majority += usize::from(majority_value.as_deref() == Some(real));
-            t.overlap += usize::from(overlap_value.as_deref() == Some(real));
-            *t.confusion
-                .entry(real.to_string())
-                .or_default()
-                .entry(proposed.clone().unwrap_or_else(|| NO_ANSWER.to_string()))
-                .or_default() += 1;
-            outcome.insert(key.clone(), (real.to_string(), proposed));
-        }
-        per_column.push(ColumnOutcome {
-            id: doc.id.clone(),
-            description,
-            keys: outcome,
-        });
-        progress.advance(1);
-    }
-    progress.finish();
+            let cal = calibration::is_calibration_table(
+                doc.domain.as_deref().unwrap_or_default(),
+                doc.table.as_deref().unwrap_or_default(),
+            );
+            checked.extend(
+                calibrate::observations(ctx, doc, &out, &evidence)
+                    .into_iter()
+                    .map(|o| (cal, o)),
+            );
+            per_column.push(ColumnOutcome {
+                id: doc.id.clone(),
+                description,
+                confidence: out.proposal.confidence.clone(),
+                evidence: evidence.clone(),
+                calibration_table: cal,
+                keys: outcome,
+            });
+        },
+    )?;
+    let held_out_columns = |key: &str| {
+        held.iter()
+            .filter(|d| {
+                !calibration::is_calibration_table(
+                    d.domain.as_deref().unwrap_or_default(),
+                    d.table.as_deref().unwrap_or_default(),
+                ) && value_of(ctx, d, key).is_some()
+            })
+            .count()
+    };
+    let calibration_report = calibration_report(&checked, &keys, &held_out_columns);
     let report_keys = tallies
         .into_iter()
         .map(|(key, t)| {
@@ -292,12 +428,15 @@ pub fn run(
         columns: held.len(),
         untagged_columns: columns.len() - held.len(),
         per_column,
+        calibration: calibration_report,
+        snapshot_calibration: snapshot.calibration.clone(),
         request: TagsRequest {
             exclude,
             description_of_a_column: "<column name>: <column description>",
             snapshot_id: snapshot.manifest.id.clone(),
             ontology_version: ctx.ontology.version.clone(),
             keys,
+            min_confidence,
             params: ctx.retrieval,
             definitions: BTreeMap::from([
                 ("accuracy@1", "held-out columns whose suggest_tags proposal equals the real value / held-out columns with a present value for the key"),
@@ -305,6 +444,9 @@ pub fn run(
                 ("accuracy_when_answered", "correct proposals / proposals"),
                 ("baseline_majority", "accuracy of always proposing the key's most common value among the columns the suggestion may see"),
                 ("baseline_name_overlap", "accuracy of proposing the value of the visible column whose name shares the most words (majority among ties; the most common value when none shares a word)"),
+                ("confidence", "proposal.confidence: the share of proposals with the same evidence that were right, from a monotone logistic map per key (calibration.map) fitted on the calibration tables' leave-one-out and measured on the held-out tables"),
+                ("ece", "expected calibration error over 10 equal-width confidence bins: sum of n_bin/n x |accuracy_bin - mean confidence_bin|"),
+                ("coverage_at_precision", "the largest share of held-out columns (with a present value for the key) a confidence threshold keeps while the kept proposals are at least that precise"),
                 ("conflicts", "columns with the same name words whose descriptions share at least half their words (Jaccard >= 0.5), tagged with different values of a key"),
             ]),
         },

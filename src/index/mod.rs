@@ -38,6 +38,8 @@ const VECTORS: &str = "vectors.f32";
 const TANTIVY: &str = "tantivy";
 const GLOSSARY: &str = "glossary.tsv";
 const ABBREVIATIONS: &str = "abbreviations.tsv";
+/// The calibrated-confidence map (`crate::calibration::Map`), when the build fitted one.
+pub const CALIBRATION: &str = "calibration.json";
 /// Snapshots kept besides the current one (older ones are removed after a publish).
 const KEEP_PREVIOUS: usize = 2;
 
@@ -62,6 +64,8 @@ pub enum IndexError {
         published_columns: usize,
         columns: usize,
     },
+    #[error("calibrating tag confidence on the new snapshot failed: {0}; nothing was published, the previous snapshot is unchanged")]
+    Calibration(String),
     #[error("reading the catalog for the snapshot failed: {0}")]
     Catalog(#[from] crate::catalog::CatalogError),
     #[error(transparent)]
@@ -76,6 +80,7 @@ impl IndexError {
             IndexError::ModelMismatch { .. } => "SnapshotModelMismatch",
             IndexError::Io { .. } => "IndexIo",
             IndexError::Shrunk { .. } => "SnapshotShrunk",
+            IndexError::Calibration(_) => "CalibrationFailed",
             IndexError::Catalog(e) => e.kind(),
             IndexError::Embed(_) => "EmbedderUnavailable",
         }
@@ -153,6 +158,9 @@ pub struct Snapshot {
     pub queries_run: AtomicU64,
     /// The most recent searched terms (bounded), so tests can prove what was searched.
     pub searched: Mutex<std::collections::VecDeque<String>>,
+    /// How often tag proposals with given evidence were right on this catalog
+    /// ([`CALIBRATION`]); `None` for a snapshot built without calibration.
+    pub calibration: Option<crate::calibration::Map>,
 }
 
 impl Snapshot {
@@ -533,8 +541,14 @@ pub fn write_snapshot(
         None,
         None,
         BuiltFrom::default(),
+        None,
     )
 }
+
+/// Fits the calibration map of a snapshot that is complete but not yet published: given its
+/// staging directory (loadable with [`load`]), returns the map to store as [`CALIBRATION`].
+/// The index layer cannot run `suggest_tags`; `app::calibrator` supplies this.
+pub type Calibrate<'a> = dyn Fn(&Path) -> Result<crate::calibration::Map, IndexError> + 'a;
 
 /// What a snapshot records of the catalog and ontology it was built from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -557,6 +571,7 @@ pub fn write_snapshot_with_glossary(
     glossary_text: Option<&str>,
     abbreviations_text: Option<&str>,
     built_from: BuiltFrom,
+    calibrate: Option<&Calibrate>,
 ) -> Result<String, IndexError> {
     let snapshots = index_dir.join("snapshots");
     fs::create_dir_all(&snapshots).map_err(|e| io_err(&snapshots, e))?;
@@ -607,8 +622,18 @@ pub fn write_snapshot_with_glossary(
         counts,
         files: checksums(&staging)?,
     };
+    let mut manifest = manifest;
     let manifest_bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| io_err(&staging, e))?;
     write_file(&staging.join(MANIFEST), &manifest_bytes)?;
+    if let Some(calibrate) = calibrate {
+        let map = calibrate(&staging)?;
+        let bytes = serde_json::to_vec_pretty(&map).map_err(|e| io_err(&staging, e))?;
+        write_file(&staging.join(CALIBRATION), &bytes)?;
+        manifest.files = checksums(&staging)?;
+        let manifest_bytes =
+            serde_json::to_vec_pretty(&manifest).map_err(|e| io_err(&staging, e))?;
+        write_file(&staging.join(MANIFEST), &manifest_bytes)?;
+    }
     fsync_dir(&staging);
 
     let final_dir = snapshots.join(&id);
@@ -699,7 +724,7 @@ pub fn build_reporting(
     embedder: &dyn Embedder,
     progress: &dyn Progress,
 ) -> Result<(Manifest, EmbedReport), IndexError> {
-    build_with(index_dir, ontology, source, embedder, progress, false)
+    build_calibrated(index_dir, ontology, source, embedder, progress, false, None)
 }
 
 /// Share of the published snapshot's columns an unattended rebuild may lose and still publish.
@@ -716,16 +741,19 @@ pub fn build_unattended(
     source: &dyn CatalogSource,
     embedder: &dyn Embedder,
 ) -> Result<Manifest, IndexError> {
-    build_with(index_dir, ontology, source, embedder, &Quiet, true).map(|(m, _)| m)
+    build_calibrated(index_dir, ontology, source, embedder, &Quiet, true, None).map(|(m, _)| m)
 }
 
-fn build_with(
+/// [`build_reporting`] (or, `unattended`, [`build_unattended`]) that also fits the snapshot's
+/// calibration map with `calibrate` before publishing it (`govcat index`, `serve --refresh`).
+pub fn build_calibrated(
     index_dir: &Path,
     ontology: &Ontology,
     source: &dyn CatalogSource,
     embedder: &dyn Embedder,
     progress: &dyn Progress,
     unattended: bool,
+    calibrate: Option<&Calibrate>,
 ) -> Result<(Manifest, EmbedReport), IndexError> {
     let (docs, counts) = collect_documents(ontology, source)?;
     if unattended {
@@ -759,6 +787,7 @@ fn build_with(
             source: Some(source.identity()),
             ontology_checksum: Some(ontology.checksum()),
         },
+        calibrate,
     )?;
     Ok((
         read_manifest(&index_dir.join("snapshots").join(id))?,
@@ -1080,6 +1109,13 @@ fn load_checked(dir: &Path, manifest: Manifest) -> Result<Snapshot, IndexError> 
         file: dir.display().to_string(),
         problem,
     })?;
+    let calibration = match read_optional(CALIBRATION)? {
+        Some(text) => Some(serde_json::from_str(&text).map_err(|e| IndexError::Corrupt {
+            file: dir.join(CALIBRATION).display().to_string(),
+            problem: format!("not a calibration map: {e}"),
+        })?),
+        None => None,
+    };
     let mut domains: Vec<String> = docs.iter().filter_map(|d| d.domain.clone()).collect();
     domains.sort();
     domains.dedup();
@@ -1094,6 +1130,7 @@ fn load_checked(dir: &Path, manifest: Manifest) -> Result<Snapshot, IndexError> 
         glossary,
         queries_run: AtomicU64::new(0),
         searched: Mutex::new(Default::default()),
+        calibration,
     })
 }
 

@@ -50,6 +50,8 @@ pub fn status_for(kind: &str) -> StatusCode {
         | "UpstreamUnavailable"
         | "EmbedderUnavailable"
         | "NoSnapshot"
+        | "NotCalibrated"
+        | "SnapshotSourceMismatch"
         | crate::audit::AUDIT_UNAVAILABLE => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -850,11 +850,16 @@ fn rebuilder(
     let rebuild = move || -> Result<(index::Snapshot, Context), String> {
         let advised = |e: ToolError| e.advised(&app::cli_surface(&options)).message;
         let fresh = app::context(&options).map_err(advised)?;
-        index::build_unattended(
+        let again = || app::context(&options);
+        let calibrate = app::calibrator(&again, embedder.clone(), &index::Quiet);
+        index::build_calibrated(
             &options.index,
             &fresh.ontology,
             fresh.source.as_ref(),
             embedder.as_ref(),
+            &index::Quiet,
+            true,
+            Some(&calibrate),
         )
         .map_err(|e| advised(e.into()))?;
         let snapshot = app::load_snapshot(

@@ -6,6 +6,7 @@
 //! Outcomes are disjoint (FIDELITY rule 9): a result, an `input_required` ask, or an error.
 
 pub mod advice;
+pub mod calibrate;
 pub mod check_grant;
 pub mod find_precedents;
 pub mod get_dataset;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::find_precedents::{self, RequestEcho};
 use super::{CacheScope, Caller, Context, ToolError};
+use crate::calibration::Evidence;
 use crate::catalog::{Domain, FieldState, TableName, TagLevel, Tags};
 use crate::index::documents::Kind;
 use crate::ontology::Resolution;
@@ -23,7 +24,17 @@ new column there would inherit (table or database tag). Only ontology values app
 exclude withheld, not-collected and untagged columns and say how many were excluded. The proposal \
 (inherited value, else the value with the largest precedent_weight: each precedent weighs its \
 find_precedents score squared, so the best matches decide) is checked with resolve_lf_tag; a key without a \
-proposal says why in proposal.abstained. You decide — validate with get_dataset before tagging.";
+proposal says why in proposal.abstained. proposal.confidence gives, per proposed key, how often \
+proposals with this evidence were right on this catalog (measured when the snapshot was built, \
+by hiding each tagged column and suggesting its tags): state it to the user, and ask them about \
+every key below 0.9 instead of tagging it yourself. Pass min_confidence (e.g. 0.9) to move keys \
+below it to proposal.abstained. You decide — validate with get_dataset before tagging.";
+
+/// What the schema says of `min_confidence`.
+pub const MIN_CONFIDENCE_DESCRIPTION: &str = "Optional, 0 to 1: a key whose confidence (the \
+measured share of right proposals with the same evidence on this catalog) is below this is not \
+proposed; it moves to proposal.abstained with both numbers. 0.9 keeps proposals that were right \
+about 9 times in 10. Omit to see every proposal with its confidence.";
 
 /// Precedent columns taken into account.
 pub const PRECEDENTS: usize = 10;
@@ -47,6 +58,11 @@ pub struct Input {
     #[serde(default)]
     #[schemars(description = find_precedents::ALTERNATIVES_DESCRIPTION, length(max = crate::limits::MAX_ALTERNATIVES), inner(length(max = crate::limits::MAX_ALTERNATIVE_CHARS)))]
     pub alternatives: Option<Vec<String>>,
+    /// Keys whose confidence is below this are not proposed (see
+    /// [`MIN_CONFIDENCE_DESCRIPTION`], what the schema says).
+    #[serde(default)]
+    #[schemars(description = MIN_CONFIDENCE_DESCRIPTION, range(min = 0.0, max = 1.0))]
+    pub min_confidence: Option<f64>,
     /// Target dataset's domain (with table).
     #[serde(default)]
     pub domain: Option<Domain>,
@@ -109,9 +125,27 @@ pub struct Proposal {
     /// `complete`, or `incomplete` with the keys still to decide.
     pub resolution: String,
     pub missing_keys: Vec<String>,
-    /// Per key without a proposal: why it abstains (no precedent matched the description, or
-    /// none of the matched precedents carries an ontology value for that key) and what to do.
+    /// Per key without a proposal: why it abstains (no precedent matched the description,
+    /// none of the matched precedents carries an ontology value for that key, or its
+    /// confidence is below `min_confidence`) and what to do.
     pub abstained: BTreeMap<String, String>,
+    /// Per key that had a proposal before any `min_confidence` (so also keys it moved to
+    /// `abstained`): the share of proposals with the same evidence that were right on this
+    /// catalog, 0–1. Empty when the snapshot carries no calibration (see `calibration`).
+    pub confidence: BTreeMap<String, f64>,
+    /// What the confidences were measured on; `null` for a snapshot built without
+    /// calibration (rebuild it with `govcat index`).
+    pub calibration: Option<CalibrationInfo>,
+}
+
+/// What `proposal.confidence` was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CalibrationInfo {
+    /// Tagged columns of the snapshot whose tags were suggested with the column hidden.
+    pub columns: usize,
+    /// Whether those were a sample (per domain) of more tagged columns.
+    pub sampled: bool,
+    pub method: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -140,19 +174,33 @@ struct Tally {
     values: BTreeMap<String, Vec<String>>,
     /// Match weight per value (see [`PRECEDENT_WEIGHT_EXPONENT`]).
     weights: BTreeMap<String, f64>,
+    /// Per value, the best similarity and the best score among the columns carrying it.
+    best: BTreeMap<String, (f64, f64)>,
     excluded: Excluded,
 }
 
+/// One column's part in a tally: its id, tags, vote weight and how well it matched.
+struct Vote<'a> {
+    column: &'a str,
+    tags: &'a Tags,
+    weight: f64,
+    similarity: f64,
+    score: f64,
+}
+
 impl Tally {
-    fn add(&mut self, ctx: &Context, key: &str, column: &str, tags: &Tags, weight: f64) {
-        match tags.get(key) {
+    fn add(&mut self, ctx: &Context, key: &str, vote: Vote) {
+        match vote.tags.get(key) {
             Some(t) if t.state == FieldState::Present => match t.value() {
                 Some(v) if ctx.ontology.contains(key, v) => {
                     self.values
                         .entry(v.to_string())
                         .or_default()
-                        .push(column.to_string());
-                    *self.weights.entry(v.to_string()).or_default() += weight;
+                        .push(vote.column.to_string());
+                    *self.weights.entry(v.to_string()).or_default() += vote.weight;
+                    let best = self.best.entry(v.to_string()).or_insert((0.0, 0.0));
+                    best.0 = best.0.max(vote.similarity);
+                    best.1 = best.1.max(vote.score);
                 }
                 _ => self.excluded.outside_ontology += 1,
             },
@@ -162,14 +210,18 @@ impl Tally {
         }
     }
 
-    /// `value`'s share of the match weight, rounded to 3 places.
-    fn weight_share(&self, value: &str) -> f64 {
+    /// `value`'s share of the match weight.
+    fn raw_share(&self, value: &str) -> f64 {
         let total: f64 = self.weights.values().sum();
         if total <= 0.0 {
             return 0.0;
         }
-        let w = self.weights.get(value).copied().unwrap_or(0.0);
-        ((w / total) * 1000.0).round() / 1000.0
+        self.weights.get(value).copied().unwrap_or(0.0) / total
+    }
+
+    /// `value`'s share of the match weight, rounded to 3 places.
+    fn weight_share(&self, value: &str) -> f64 {
+        (self.raw_share(value) * 1000.0).round() / 1000.0
     }
 
     fn counted(&self) -> usize {
@@ -186,6 +238,18 @@ impl Tally {
         };
         Support { columns, share }
     }
+
+    /// The evidence of proposing `winner` over `runner_up` from these precedents.
+    fn evidence(&self, winner: &str, runner_up: Option<&str>) -> Evidence {
+        let (similarity, score) = self.best.get(winner).copied().unwrap_or((0.0, 0.0));
+        Evidence {
+            share: self.raw_share(winner),
+            runner_up: runner_up.map_or(0.0, |r| self.raw_share(r)),
+            similarity,
+            score,
+            counted: self.counted(),
+        }
+    }
 }
 
 pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
@@ -200,6 +264,44 @@ pub fn run_excluding(
     input: Input,
     exclude: &dyn Fn(&crate::index::documents::Document) -> bool,
 ) -> Result<Output, ToolError> {
+    run_with_evidence(ctx, caller, input, exclude).map(|(out, _)| out)
+}
+
+/// `min_confidence` checked: a number from 0 to 1.
+fn check_min_confidence(min: Option<f64>) -> Result<(), ToolError> {
+    match min {
+        Some(m) if !(0.0..=1.0).contains(&m) => Err(ToolError::new(
+            "InvalidArguments",
+            format!(
+                "min_confidence is {m}, outside 0 to 1: give a share such as 0.9 (keeps \
+                 proposals that were right about 9 times in 10 on this catalog), or omit it"
+            ),
+        )
+        .with("field", "min_confidence")),
+        _ => Ok(()),
+    }
+}
+
+/// [`run_excluding`], also returning the evidence of every key's precedent proposal (before
+/// any `min_confidence`): what `tools::calibrate` fits the confidence map on.
+pub fn run_with_evidence(
+    ctx: &Context,
+    caller: &Caller,
+    input: Input,
+    exclude: &dyn Fn(&crate::index::documents::Document) -> bool,
+) -> Result<(Output, BTreeMap<String, Evidence>), ToolError> {
+    check_min_confidence(input.min_confidence)?;
+    let calibration = ctx.retrieval_parts()?.0.calibration.clone();
+    if input.min_confidence.is_some() && calibration.is_none() {
+        return Err(ToolError::new(
+            "NotCalibrated",
+            "min_confidence needs the confidence measured when the snapshot is built, and the \
+             served snapshot was built without it; omit min_confidence, or rebuild the snapshot",
+        )
+        .next(super::Step::Index {
+            why: "to measure each key's confidence on this catalog".into(),
+        }));
+    }
     let target = match (&input.domain, &input.table) {
         (Some(d), Some(t)) => Some((d.clone(), t.clone())),
         (None, None) => None,
@@ -235,13 +337,21 @@ pub fn run_excluding(
     let mut proposal = BTreeMap::new();
     let mut basis = BTreeMap::new();
     let mut abstained = BTreeMap::new();
+    let mut confidence = BTreeMap::new();
+    let mut evidence = BTreeMap::new();
     for spec in &ctx.ontology.keys {
         let key = spec.key.0.as_str();
         let mut precedents = Tally::default();
         for e in &found.entries {
             if let Some(tags) = &e.lf_tags {
-                let weight = e.score.max(0.0).powi(PRECEDENT_WEIGHT_EXPONENT);
-                precedents.add(ctx, key, &e.id, tags, weight);
+                let vote = Vote {
+                    column: &e.id,
+                    tags,
+                    weight: e.score.max(0.0).powi(PRECEDENT_WEIGHT_EXPONENT),
+                    similarity: e.similarity.map_or(0.0, f64::from),
+                    score: e.score,
+                };
+                precedents.add(ctx, key, vote);
             }
         }
         let siblings = dataset.as_ref().map(|ds| {
@@ -251,7 +361,14 @@ pub fn run_excluding(
                     "column:{}.{}.{}",
                     ds.metadata.domain, ds.metadata.name, c.name
                 );
-                t.add(ctx, key, &id, &c.lf_tags, 1.0);
+                let vote = Vote {
+                    column: &id,
+                    tags: &c.lf_tags,
+                    weight: 1.0,
+                    similarity: 0.0,
+                    score: 0.0,
+                };
+                t.add(ctx, key, vote);
             }
             t
         });
@@ -296,12 +413,27 @@ pub fn run_excluding(
                 })
                 .then_with(|| a.value.cmp(&b.value))
         });
+        let mut voted = candidates
+            .iter()
+            .filter(|c| !c.precedents.columns.is_empty());
+        let (top, second) = (voted.next(), voted.next());
+        if let Some(top) = top {
+            let e = precedents.evidence(&top.value, second.map(|c| c.value.as_str()));
+            evidence.insert(key.to_string(), e);
+        }
         if let Some(i) = &inherited {
             proposal.insert(key.to_string(), i.value.clone());
             basis.insert(key.to_string(), "inherited".to_string());
-        } else if let Some(top) = candidates.iter().find(|c| !c.precedents.columns.is_empty()) {
+            if let Some(map) = &calibration {
+                // Not measured on this catalog (no inherited value anywhere): no confidence.
+                confidence.insert(key.to_string(), round3(map.inherited(key).unwrap_or(0.0)));
+            }
+        } else if let Some(top) = top {
             proposal.insert(key.to_string(), top.value.clone());
             basis.insert(key.to_string(), "precedent_majority".to_string());
+            if let Some(map) = &calibration {
+                confidence.insert(key.to_string(), round3(map.confidence(key, &evidence[key])));
+            }
         } else {
             abstained.insert(
                 key.to_string(),
@@ -316,6 +448,16 @@ pub fn run_excluding(
             inherited_in_target: inherited,
         });
     }
+    if let Some(min) = input.min_confidence {
+        for (key, c) in &confidence {
+            if *c < min {
+                let value = proposal.remove(key).unwrap_or_default();
+                let how = basis.remove(key).unwrap_or_default();
+                let suggestion = keys.iter().find(|k| &k.key == key);
+                abstained.insert(key.clone(), below_threshold(key, *c, min, &value, &how, suggestion));
+            }
+        }
+    }
     let pairs: Vec<(String, String)> = proposal
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
@@ -327,7 +469,12 @@ pub fn run_excluding(
             missing.into_iter().map(|m| m.key.0).collect(),
         ),
     };
-    Ok(Output {
+    let calibration = calibration.map(|m| CalibrationInfo {
+        columns: m.columns,
+        sampled: m.sampled,
+        method: m.method,
+    });
+    let out = Output {
         keys,
         proposal: Proposal {
             tags: proposal,
@@ -335,6 +482,8 @@ pub fn run_excluding(
             resolution,
             missing_keys,
             abstained,
+            confidence,
+            calibration,
         },
         precedents: found.entries.iter().map(|e| e.id.clone()).collect(),
         suggestions: found.suggestions,
@@ -344,7 +493,48 @@ pub fn run_excluding(
         request: found.request,
         ttl_ms: found.ttl_ms.min(ctx.source_ttl_ms()),
         cache_scope: CacheScope::Private,
-    })
+    };
+    Ok((out, evidence))
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Why a key whose confidence `c` is below `min` is not proposed, with what it would have been.
+fn below_threshold(
+    key: &str,
+    c: f64,
+    min: f64,
+    value: &str,
+    basis: &str,
+    suggestion: Option<&KeySuggestion>,
+) -> String {
+    let evidence = if basis == "inherited" {
+        format!("the target dataset would give it {value} (inherited)")
+    } else {
+        let precedents: Vec<String> = suggestion
+            .map(|s| {
+                s.candidates
+                    .iter()
+                    .filter(|c| !c.precedents.columns.is_empty())
+                    .map(|c| {
+                        format!(
+                            "{} {:.2} ({} columns)",
+                            c.value,
+                            c.precedent_weight,
+                            c.precedents.columns.len()
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        format!("precedents: {}", precedents.join(", "))
+    };
+    format!(
+        "confidence {c:.2} is below min_confidence {min:.2}: decide {key} yourself (ask the \
+         user) and check it with resolve_lf_tag; {evidence}"
+    )
 }
 
 /// Why `key` gets no proposal from `matched` precedents (with the exclusions counted for it),
@@ -398,14 +588,25 @@ mod tests {
                 "sensitivity".to_string(),
                 TagState::present(value, TagLevel::Column),
             )]);
-            let weight = f64::powi(score, PRECEDENT_WEIGHT_EXPONENT);
-            tally.add(&ctx, "sensitivity", id, &tags, weight);
+            let vote = Vote {
+                column: id,
+                tags: &tags,
+                weight: f64::powi(score, PRECEDENT_WEIGHT_EXPONENT),
+                similarity: score,
+                score,
+            };
+            tally.add(&ctx, "sensitivity", vote);
         }
         // A flat count would follow the tail; the match weight follows the close matches.
         assert_eq!(tally.support("internal").share, 0.6);
         assert_eq!(tally.support("high").share, 0.4);
         assert_eq!(tally.weight_share("high"), 0.836);
         assert_eq!(tally.weight_share("internal"), 0.164);
+        // The evidence of proposing high over internal: its unrounded share and its best match.
+        let e = tally.evidence("high", Some("internal"));
+        assert_eq!((e.similarity, e.score, e.counted), (0.6, 0.6, 5));
+        assert!((e.share - 0.61 / 0.73).abs() < 1e-12);
+        assert!((e.runner_up - 0.12 / 0.73).abs() < 1e-12);
     }
 
     #[test]

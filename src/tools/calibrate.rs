@@ -1,0 +1,194 @@
+//! The leave-one-out behind `proposal.confidence`: for tagged columns of the served snapshot,
+//! what `suggest_tags` proposes with the column itself hidden from its precedents, described
+//! as `govcat eval tags` describes it (`name: description`). [`fit_snapshot`] turns that into
+//! the [`Map`] `govcat index` stores in the snapshot; `govcat eval tags` runs the same loop
+//! ([`leave_one_out`]) and fits on part of the tables to report on the rest.
+
+use std::collections::BTreeMap;
+
+use super::suggest_tags::{self, Output};
+use super::{Caller, Context, ToolError};
+use crate::calibration::{self, Evidence, Map, Observation, Rate};
+use crate::catalog::{FieldState, TagLevel};
+use crate::index::documents::{Document, Kind};
+use crate::index::Progress;
+
+/// Descriptions embedded per forward pass before their suggestions run (the query cache then
+/// answers the search's own embedding).
+const EMBED_AHEAD: usize = 32;
+
+/// The present, in-ontology value of `key` on a document.
+pub fn value_of<'a>(ctx: &Context, doc: &'a Document, key: &str) -> Option<&'a str> {
+    doc.lf_tags
+        .as_ref()?
+        .get(key)?
+        .value()
+        .filter(|v| ctx.ontology.contains(key, v))
+}
+
+/// The description a held-out column is suggested from: `name: description`.
+pub fn description_of(doc: &Document) -> String {
+    let name = doc.column.as_deref().unwrap_or_default();
+    let text = match doc.description.as_deref().map(str::trim) {
+        Some(d) if !d.is_empty() => format!("{name}: {d}"),
+        _ => name.to_string(),
+    };
+    text.chars()
+        .take(crate::limits::MAX_DESCRIPTION_CHARS)
+        .collect()
+}
+
+/// Column documents with a present ontology value for at least one key.
+pub fn tagged_columns<'a>(ctx: &Context, docs: &'a [Document]) -> Vec<&'a Document> {
+    docs.iter()
+        .filter(|d| d.kind == Kind::Column)
+        .filter(|d| {
+            ctx.ontology
+                .keys
+                .iter()
+                .any(|k| value_of(ctx, d, &k.key.0).is_some())
+        })
+        .collect()
+}
+
+/// Runs `suggest_tags` for each of `columns` with the precedents `hidden(column, other)` names
+/// left out, and hands each outcome (with its per-key evidence) to `each`, in input order.
+/// Descriptions are embedded [`EMBED_AHEAD`] at a time, in one forward pass each.
+pub fn leave_one_out(
+    ctx: &Context,
+    columns: &[&Document],
+    hidden: &dyn Fn(&Document, &Document) -> bool,
+    min_confidence: Option<f64>,
+    progress: &dyn Progress,
+    each: &mut dyn FnMut(&Document, String, Output, BTreeMap<String, Evidence>),
+) -> Result<(), ToolError> {
+    let (snapshot, embedder) = ctx.retrieval_parts()?;
+    let caller = Caller::local();
+    progress.start(
+        "suggesting tags, one column held out at a time",
+        columns.len() as u64,
+    );
+    for chunk in columns.chunks(EMBED_AHEAD) {
+        let descriptions: Vec<String> = chunk.iter().map(|d| description_of(d)).collect();
+        let texts: Vec<String> = descriptions
+            .iter()
+            .map(|d| {
+                let d = d.trim();
+                crate::retrieval::dense_query_text(d, &snapshot.expand_query(d))
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        embedder
+            .embed_queries(&refs)
+            .map_err(|e| ToolError::new("EmbedderUnavailable", e.to_string()))?;
+        for (doc, description) in chunk.iter().zip(descriptions) {
+            let input = suggest_tags::Input {
+                description: description.clone(),
+                alternatives: None,
+                min_confidence,
+                domain: None,
+                table: None,
+            };
+            let (out, evidence) =
+                suggest_tags::run_with_evidence(ctx, &caller, input, &|other| hidden(doc, other))?;
+            each(doc, description, out, evidence);
+            progress.advance(1);
+        }
+    }
+    progress.finish();
+    Ok(())
+}
+
+/// The checked proposals of one column: every key with a real value and a precedent
+/// proposal (the value with the most precedent weight, before any `min_confidence`).
+pub fn observations(
+    ctx: &Context,
+    doc: &Document,
+    out: &Output,
+    evidence: &BTreeMap<String, Evidence>,
+) -> Vec<Observation> {
+    out.keys
+        .iter()
+        .filter_map(|k| {
+            let real = value_of(ctx, doc, &k.key)?;
+            let top = k.candidates.iter().find(|c| !c.precedents.columns.is_empty())?;
+            Some(Observation {
+                key: k.key.clone(),
+                evidence: *evidence.get(&k.key)?,
+                correct: top.value == real,
+            })
+        })
+        .collect()
+}
+
+/// Per key, how often a table's (or database's) inherited value is the column's own: a table
+/// carries an inherited value when one of its columns reports its value as assigned at table
+/// or database level; every column of that table with a present value counts, those that
+/// override it with another value as wrong.
+pub fn inherited_rates(ctx: &Context, docs: &[Document]) -> BTreeMap<String, Rate> {
+    let mut tables: BTreeMap<(&str, &str), Vec<&Document>> = BTreeMap::new();
+    for d in docs.iter().filter(|d| d.kind == Kind::Column) {
+        if let (Some(dom), Some(t)) = (d.domain.as_deref(), d.table.as_deref()) {
+            tables.entry((dom, t)).or_default().push(d);
+        }
+    }
+    let mut rates = BTreeMap::new();
+    for spec in &ctx.ontology.keys {
+        let key = spec.key.0.as_str();
+        let mut rate = Rate {
+            columns: 0,
+            right: 0,
+        };
+        for columns in tables.values() {
+            let inherited = columns.iter().find_map(|c| {
+                let t = c.lf_tags.as_ref()?.get(key)?;
+                let above = matches!(t.assigned_at, Some(TagLevel::Table | TagLevel::Database));
+                (above && t.state == FieldState::Present)
+                    .then(|| value_of(ctx, c, key))
+                    .flatten()
+            });
+            let Some(inherited) = inherited else {
+                continue;
+            };
+            for c in columns {
+                if let Some(v) = value_of(ctx, c, key) {
+                    rate.columns += 1;
+                    rate.right += usize::from(v == inherited);
+                }
+            }
+        }
+        if rate.columns > 0 {
+            rates.insert(key.to_string(), rate);
+        }
+    }
+    rates
+}
+
+/// The map `govcat index` stores: the leave-one-out (each column hidden alone) over the
+/// snapshot's tagged columns, all of them up to [`calibration::MAX_COLUMNS`], above that a
+/// per-domain sample, fitted on all of them.
+pub fn fit_snapshot(ctx: &Context, progress: &dyn Progress) -> Result<Map, ToolError> {
+    let (snapshot, _) = ctx.retrieval_parts()?;
+    let tagged = tagged_columns(ctx, &snapshot.docs);
+    let items: Vec<(&str, &str)> = tagged
+        .iter()
+        .map(|d| (d.domain.as_deref().unwrap_or_default(), d.id.as_str()))
+        .collect();
+    let (chosen, sampled) = calibration::sample(&items, calibration::MAX_COLUMNS);
+    let columns: Vec<&Document> = chosen.iter().map(|&i| tagged[i]).collect();
+    let mut observations = Vec::new();
+    leave_one_out(
+        ctx,
+        &columns,
+        &|held, other| other.id == held.id,
+        None,
+        progress,
+        &mut |doc, _, out, evidence| observations.extend(self::observations(ctx, doc, &out, &evidence)),
+    )?;
+    Ok(calibration::fit(
+        &observations,
+        columns.len(),
+        sampled,
+        inherited_rates(ctx, &snapshot.docs),
+    ))
+}
