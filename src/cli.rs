@@ -692,7 +692,11 @@ fn calibration_summary(c: &crate::eval::tags::CalibrationReport) -> String {
             k.at_min_confidence_0_9.coverage,
             k.precedent_weight_coverage_at_same_precision
                 .map_or("-".to_string(), |c| format!("{c:.3}")),
-            k.held_out.coverage_at_precision.get("0.90").copied().unwrap_or(0.0),
+            k.held_out
+                .coverage_at_precision
+                .get("0.90")
+                .copied()
+                .unwrap_or(0.0),
             k.precedent_weight_coverage_at_precision
                 .get("0.90")
                 .copied()

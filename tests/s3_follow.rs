@@ -6,8 +6,9 @@
 //! each is paired with the healthy case, and each time the replica keeps serving the old
 //! snapshot, `/readyz` says why, and it recovers by itself when the fault is gone.
 //!
-//! The indexer starts from a copy of the repository's `index/` (built by `govcat index`), so
-//! every vector is reused and a build takes about a second even in a debug build; a changed
+//! The indexer serves one domain of the demo catalog (hr: `govcat index` also fits the
+//! calibration map, whose cost grows with the tagged columns) and starts from a copy of the
+//! repository's `index/` (built by `govcat index`), so every vector is reused; a changed
 //! catalog re-embeds only the changed column. Outside CI a missing `.venv`, model or `index/`
 //! skips these tests with a message; under `CI=true` it fails them.
 

@@ -1110,10 +1110,12 @@ fn load_checked(dir: &Path, manifest: Manifest) -> Result<Snapshot, IndexError> 
         problem,
     })?;
     let calibration = match read_optional(CALIBRATION)? {
-        Some(text) => Some(serde_json::from_str(&text).map_err(|e| IndexError::Corrupt {
-            file: dir.join(CALIBRATION).display().to_string(),
-            problem: format!("not a calibration map: {e}"),
-        })?),
+        Some(text) => Some(
+            serde_json::from_str(&text).map_err(|e| IndexError::Corrupt {
+                file: dir.join(CALIBRATION).display().to_string(),
+                problem: format!("not a calibration map: {e}"),
+            })?,
+        ),
         None => None,
     };
     let mut domains: Vec<String> = docs.iter().filter_map(|d| d.domain.clone()).collect();
