@@ -284,7 +284,11 @@ fn quantile(mut values: Vec<f64>, q: f64) -> f64 {
 pub fn fit_model(rows: &[(&Evidence, bool)]) -> Model {
     let n = rows.len();
     let right = rows.iter().filter(|r| r.1).count();
-    let accuracy = if n == 0 { 0.0 } else { right as f64 / n as f64 };
+    let accuracy = if n == 0 {
+        0.0
+    } else {
+        right as f64 / n as f64
+    };
     let x: Vec<[f64; 5]> = rows.iter().map(|(e, _)| e.features()).collect();
     let y: Vec<f64> = rows.iter().map(|r| f64::from(u8::from(r.1))).collect();
     let mut free = [true; 5];
@@ -612,10 +616,7 @@ mod tests {
         assert_eq!(map.confidence("k", &ev(1.0, third - 1e-9)), 0.0);
         assert!(map.outside_support(&ev(1.0, 0.2)));
         assert!(map.confidence("k", &ev(1.0, third)) > 0.5);
-        assert_eq!(
-            map.keys["k"].observations, 98,
-            "fitted on the proposals within support"
-        );
+        assert_eq!(map.keys["k"].observations, 98, "fitted on the proposals within support");
     }
 
     #[test]

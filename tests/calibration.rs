@@ -56,8 +56,7 @@ fn every_proposed_key_has_a_confidence_measured_on_the_snapshots_tagged_columns(
             d.lf_tags.as_ref().is_some_and(|tags| {
                 tags.iter().any(|(k, t)| {
                     t.state == FieldState::Present
-                        && t.value()
-                            .is_some_and(|value| ctx.ontology.contains(k, value))
+                        && t.value().is_some_and(|value| ctx.ontology.contains(k, value))
                 })
             })
         })
@@ -79,10 +78,7 @@ fn min_confidence_moves_exactly_the_keys_below_it_to_abstained_and_keeps_their_n
     let conf = confidences(&open);
     let lowest = conf.values().copied().fold(f64::INFINITY, f64::min);
     let highest = conf.values().copied().fold(0.0, f64::max);
-    assert!(
-        lowest < highest,
-        "the IBAN proposal has keys of different confidence: {conf:?}"
-    );
+    assert!(lowest < highest, "the IBAN proposal has keys of different confidence: {conf:?}");
     let threshold = (lowest + highest) / 2.0;
     let cut = common::call_ok(
         &ctx,
@@ -198,13 +194,13 @@ fn an_altered_or_missing_calibration_file_is_refused_at_load_and_the_intact_copy
     assert!(loaded.calibration.is_some());
 
     let altered = copy("altered");
-    let file = altered.join("snapshots").join(&id).join(index::CALIBRATION);
+    let file = altered
+        .join("snapshots")
+        .join(&id)
+        .join(index::CALIBRATION);
     let text = std::fs::read_to_string(&file).expect("calibration.json");
-    std::fs::write(
-        &file,
-        text.replacen("\"sampled\": false", "\"sampled\": true", 1),
-    )
-    .expect("write");
+    std::fs::write(&file, text.replacen("\"sampled\": false", "\"sampled\": true", 1))
+        .expect("write");
     let e = index::load_current(&altered, built.embedder.as_ref())
         .err()
         .expect("an altered map is refused");
@@ -218,7 +214,10 @@ fn an_altered_or_missing_calibration_file_is_refused_at_load_and_the_intact_copy
     );
 
     let missing = copy("missing");
-    let file = missing.join("snapshots").join(&id).join(index::CALIBRATION);
+    let file = missing
+        .join("snapshots")
+        .join(&id)
+        .join(index::CALIBRATION);
     std::fs::remove_file(&file).expect("remove");
     let e = index::load_current(&missing, built.embedder.as_ref())
         .err()
@@ -302,21 +301,14 @@ fn an_inherited_value_carries_the_share_of_columns_that_kept_their_tables_value(
         });
         let Some(passed) = passed else { continue };
         for d in docs {
-            if let Some(v) = d
-                .lf_tags
-                .as_ref()
-                .and_then(|t| t.get(key))
-                .and_then(|t| t.value())
+            if let Some(v) = d.lf_tags.as_ref().and_then(|t| t.get(key)).and_then(|t| t.value())
             {
                 columns += 1;
                 kept += usize::from(v == passed);
             }
         }
     }
-    assert!(
-        columns > 0 && kept < columns,
-        "{kept} of {columns}: the demo has overrides"
-    );
+    assert!(columns > 0 && kept < columns, "{kept} of {columns}: the demo has overrides");
     let (domain, table) = tables
         .iter()
         .find(|(_, docs)| {

@@ -235,11 +235,7 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
                 .filter(|c| c.evidence.contains_key(key) && c.keys.contains_key(key))
                 .count() as u64
         };
-        assert_eq!(
-            c["held_out"]["proposals"].as_u64(),
-            Some(checked(true)),
-            "{key}"
-        );
+        assert_eq!(c["held_out"]["proposals"].as_u64(), Some(checked(true)), "{key}");
         assert_eq!(c["fitted_on"].as_u64(), Some(checked(false)), "{key}");
         let binned: u64 = c["held_out"]["bins"]
             .as_array()

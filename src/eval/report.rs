@@ -313,10 +313,7 @@ fn coverage_svg(key: &str, k: &super::tags::KeyCalibration) -> String {
     axes(&mut b, "coverage", "precision");
     for (curve, style) in [
         (&k.curve, "stroke=\"#4a7ab0\""),
-        (
-            &k.precedent_weight_curve,
-            "stroke=\"#c0504d\" stroke-dasharray=\"4 3\"",
-        ),
+        (&k.precedent_weight_curve, "stroke=\"#c0504d\" stroke-dasharray=\"4 3\""),
     ] {
         let points: Vec<String> = curve
             .iter()

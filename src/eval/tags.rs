@@ -161,10 +161,7 @@ pub struct TagsReport {
 /// At most [`CURVE_POINTS`] points of `curve`, evenly spaced, the last always kept.
 fn thin(curve: Vec<(f64, f64, f64)>) -> Vec<(f64, f64, f64)> {
     if curve.len() <= CURVE_POINTS {
-        return curve
-            .into_iter()
-            .map(|(t, c, p)| (round4(t), round4(c), round4(p)))
-            .collect();
+        return curve.into_iter().map(|(t, c, p)| (round4(t), round4(c), round4(p))).collect();
     }
     let step = curve.len() as f64 / CURVE_POINTS as f64;
     let mut out: Vec<(f64, f64, f64)> = (0..CURVE_POINTS)
@@ -173,9 +170,7 @@ fn thin(curve: Vec<(f64, f64, f64)>) -> Vec<(f64, f64, f64)> {
     if let (Some(last), Some(end)) = (out.last_mut(), curve.last()) {
         *last = *end;
     }
-    out.into_iter()
-        .map(|(t, c, p)| (round4(t), round4(c), round4(p)))
-        .collect()
+    out.into_iter().map(|(t, c, p)| (round4(t), round4(c), round4(p))).collect()
 }
 
 /// Fits a map on the calibration tables' proposals of `checked` and measures it on the rest.
@@ -218,12 +213,7 @@ fn calibration_report(
             },
             precedent_weight_coverage_at_precision: calibration::PRECISIONS
                 .iter()
-                .map(|&p| {
-                    (
-                        format!("{p:.2}"),
-                        calibration::coverage_at(&raw, columns, p),
-                    )
-                })
+                .map(|&p| (format!("{p:.2}"), calibration::coverage_at(&raw, columns, p)))
                 .collect(),
             precedent_weight_coverage_at_same_precision: precision
                 .map(|p| calibration::coverage_at(&raw, columns, p)),

@@ -111,10 +111,7 @@ pub fn observations(
         .iter()
         .filter_map(|k| {
             let real = value_of(ctx, doc, &k.key)?;
-            let top = k
-                .candidates
-                .iter()
-                .find(|c| !c.precedents.columns.is_empty())?;
+            let top = k.candidates.iter().find(|c| !c.precedents.columns.is_empty())?;
             Some(Observation {
                 key: k.key.clone(),
                 evidence: *evidence.get(&k.key)?,
@@ -186,9 +183,7 @@ pub fn fit_snapshot(ctx: &Context, progress: &dyn Progress) -> Result<Map, ToolE
         &|held, other| other.id == held.id,
         None,
         progress,
-        &mut |doc, _, out, evidence| {
-            observations.extend(self::observations(ctx, doc, &out, &evidence))
-        },
+        &mut |doc, _, out, evidence| observations.extend(self::observations(ctx, doc, &out, &evidence)),
     )?;
     Ok(calibration::fit(
         &observations,

@@ -454,10 +454,7 @@ pub fn run_with_evidence(
                 let value = proposal.remove(key).unwrap_or_default();
                 let how = basis.remove(key).unwrap_or_default();
                 let suggestion = keys.iter().find(|k| &k.key == key);
-                abstained.insert(
-                    key.clone(),
-                    below_threshold(key, *c, min, &value, &how, suggestion),
-                );
+                abstained.insert(key.clone(), below_threshold(key, *c, min, &value, &how, suggestion));
             }
         }
     }

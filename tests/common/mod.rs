@@ -222,7 +222,8 @@ pub fn calibrated() -> Option<&'static Built> {
                 let source = demo_source(&ontology);
                 Ok(Context::new(ontology, source))
             };
-            let calibrate = govcat::app::calibrator(&fresh, real.embedder.clone(), &index::Quiet);
+            let calibrate =
+                govcat::app::calibrator(&fresh, real.embedder.clone(), &index::Quiet);
             let started = Instant::now();
             let (manifest, _) = index::build_calibrated(
                 &dir,
