@@ -6,9 +6,9 @@
 //! map is stored in the snapshot (`calibration.json`, covered by the manifest) and read by
 //! `suggest_tags`, which reports it as `proposal.confidence`.
 //!
-//! The map is a logistic regression on five evidence features (the vote shares as log-odds)
-//! with every weight held at or above zero (more agreement, a closer best match, more
-//! precedents never lower the confidence): six named numbers per key. Below a support floor of
+//! The map is a logistic regression on two evidence features (the proposed value's vote share
+//! as log-odds, the best precedent's similarity) with both weights held at or above zero (more
+//! agreement and a closer match never lower the confidence): three named numbers per key. Below a support floor of
 //! similarity (nothing that far from its precedents was ever checked) confidence is 0. This module also holds the measures
 //! `govcat eval tags` reports it with (reliability bins, ECE, coverage at a precision) and the
 //! deterministic rules that choose which columns are checked (a per-domain sample above
@@ -44,21 +44,18 @@ pub const SUPPORT_QUANTILE: f64 = 0.03;
 pub const BINS: usize = 10;
 /// The precisions `govcat eval tags` reports coverage at.
 pub const PRECISIONS: [f64; 3] = [0.90, 0.95, 0.99];
-/// Precedents `suggest_tags` counts at most (`tools::suggest_tags::PRECEDENTS`); the count
-/// feature is scaled by it.
-pub const COUNT_SCALE: f64 = 10.0;
-/// The features, in the order of [`Model::weights`].
-pub const FEATURES: [&str; 5] = [
-    "logit(share)",
-    "logit(1 - runner_up)",
-    "similarity",
-    "score",
-    "counted / 10",
-];
-/// Shares enter the map as log-odds, clamped to [`SHARE_CLAMP`, 1 − `SHARE_CLAMP`] (a unanimous
-/// vote is log-odds 3.9, not infinity). On log-odds a unanimous vote can reach the confidence
-/// it earns: with the shares taken as they are, no demo proposal of lawful_basis or retention
-/// reached 0.9, and the few retention ones that did were wrong (held-out, 2026-12-02).
+/// The features, in the order of [`Model::weights`]: the proposed value's share of the
+/// precedent weight (as log-odds) and the best similarity of a precedent carrying it. Chosen
+/// 2026-12-02 among five candidate features (the runner-up's share, the best score and the
+/// count of precedents as well) by held-out ECE on both tag sets (demo, fides-saas): the three
+/// others added parameters and no calibration (demo per key 0.036–0.085 with all five, 0.025–0.078
+/// with these two; fides 0.021/0.018 and 0.020/0.019).
+pub const FEATURES: [&str; 2] = ["logit(share)", "similarity"];
+const NF: usize = FEATURES.len();
+/// The share enters the map as log-odds, clamped to [`SHARE_CLAMP`, 1 − `SHARE_CLAMP`] (a
+/// unanimous vote is log-odds 3.9, not infinity). On log-odds a unanimous vote can reach the
+/// confidence it earns: with the share taken as it is, no demo proposal of lawful_basis or
+/// retention reached 0.9, and the few retention ones that did were wrong (held-out, 2026-12-02).
 pub const SHARE_CLAMP: f64 = 0.02;
 
 fn logit(p: f64) -> f64 {
@@ -84,14 +81,8 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    fn features(&self) -> [f64; 5] {
-        [
-            logit(self.share),
-            logit(1.0 - self.runner_up),
-            self.similarity.clamp(0.0, 1.0),
-            self.score.max(0.0),
-            (self.counted as f64 / COUNT_SCALE).min(1.0),
-        ]
+    fn features(&self) -> [f64; NF] {
+        [logit(self.share), self.similarity.clamp(0.0, 1.0)]
     }
 }
 
@@ -108,7 +99,7 @@ pub struct Observation {
 pub struct Model {
     pub intercept: f64,
     /// Per [`FEATURES`], each ≥ 0.
-    pub weights: [f64; 5],
+    pub weights: [f64; NF],
     /// Observations it was fitted on, and the share of them that were right.
     pub observations: usize,
     pub accuracy: f64,
@@ -289,13 +280,13 @@ pub fn fit_model(rows: &[(&Evidence, bool)]) -> Model {
     } else {
         right as f64 / n as f64
     };
-    let x: Vec<[f64; 5]> = rows.iter().map(|(e, _)| e.features()).collect();
+    let x: Vec<[f64; NF]> = rows.iter().map(|(e, _)| e.features()).collect();
     let y: Vec<f64> = rows.iter().map(|r| f64::from(u8::from(r.1))).collect();
-    let mut free = [true; 5];
-    let mut beta = [0.0f64; 6]; // intercept, then weights
-    for _ in 0..=FEATURES.len() {
+    let mut free = [true; NF];
+    let mut beta = [0.0f64; NF + 1]; // intercept, then weights
+    for _ in 0..=NF {
         beta = newton(&x, &y, &free);
-        let negative: Vec<usize> = (0..5).filter(|&j| free[j] && beta[j + 1] < 0.0).collect();
+        let negative: Vec<usize> = (0..NF).filter(|&j| free[j] && beta[j + 1] < 0.0).collect();
         if negative.is_empty() {
             break;
         }
@@ -303,8 +294,8 @@ pub fn fit_model(rows: &[(&Evidence, bool)]) -> Model {
             free[j] = false;
         }
     }
-    let mut weights = [0.0; 5];
-    for j in 0..5 {
+    let mut weights = [0.0; NF];
+    for j in 0..NF {
         weights[j] = if free[j] { beta[j + 1].max(0.0) } else { 0.0 };
     }
     Model {
@@ -316,17 +307,17 @@ pub fn fit_model(rows: &[(&Evidence, bool)]) -> Model {
 }
 
 /// Newton's method for the penalised log-likelihood over the intercept and the `free` weights.
-fn newton(x: &[[f64; 5]], y: &[f64], free: &[bool; 5]) -> [f64; 6] {
+fn newton(x: &[[f64; NF]], y: &[f64], free: &[bool; NF]) -> [f64; NF + 1] {
     let idx: Vec<usize> = std::iter::once(0)
-        .chain((0..5).filter(|&j| free[j]).map(|j| j + 1))
+        .chain((0..NF).filter(|&j| free[j]).map(|j| j + 1))
         .collect();
     let m = idx.len();
-    let mut beta = [0.0f64; 6];
+    let mut beta = [0.0f64; NF + 1];
     // Start from the base rate, so an all-right or all-wrong set stays finite.
     let mean = y.iter().sum::<f64>() / y.len().max(1) as f64;
     let p0 = mean.clamp(1e-3, 1.0 - 1e-3);
     beta[0] = (p0 / (1.0 - p0)).ln();
-    let row = |xi: &[f64; 5]| -> Vec<f64> {
+    let row = |xi: &[f64; NF]| -> Vec<f64> {
         idx.iter()
             .map(|&k| if k == 0 { 1.0 } else { xi[k - 1] })
             .collect()
@@ -636,7 +627,7 @@ mod tests {
             });
         }
         let map = fit(&obs, 600, false, BTreeMap::new());
-        assert_eq!(map.keys["k"].weights[2], 0.0);
+        assert_eq!(map.keys["k"].weights[1], 0.0);
         let c = map.confidence("k", &ev(1.0, 0.5));
         assert!((c - 0.65).abs() < 0.02, "{c}");
     }

@@ -677,7 +677,7 @@ fn calibration_summary(c: &crate::eval::tags::CalibrationReport) -> String {
         "ECE",
         "P@CONF>=0.9",
         "COV@CONF>=0.9",
-        "RAW COV@SAME P",
+        "RAW P/COV@CAL 0.9",
         "COV@P0.90 CONF/RAW"
     );
     let mut row = |key: &str, k: &crate::eval::tags::KeyCalibration| {
@@ -690,13 +690,14 @@ fn calibration_summary(c: &crate::eval::tags::CalibrationReport) -> String {
                 .precision
                 .map_or("-".to_string(), |p| format!("{p:.3}")),
             k.at_min_confidence_0_9.coverage,
-            k.precedent_weight_coverage_at_same_precision
-                .map_or("-".to_string(), |c| format!("{c:.3}")),
-            k.held_out
-                .coverage_at_precision
-                .get("0.90")
-                .copied()
-                .unwrap_or(0.0),
+            format!(
+                "{}/{:.3}",
+                k.precedent_weight_at_0_9
+                    .precision
+                    .map_or("-".to_string(), |p| format!("{p:.3}")),
+                k.precedent_weight_at_0_9.coverage
+            ),
+            k.held_out.coverage_at_precision.get("0.90").copied().unwrap_or(0.0),
             k.precedent_weight_coverage_at_precision
                 .get("0.90")
                 .copied()

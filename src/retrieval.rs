@@ -81,19 +81,19 @@ pub struct PhrasingFusion {
 }
 
 impl Default for PhrasingFusion {
-    /// Fitted on the calibration split of the bundled set with its blind-written alternatives
-    /// (130 queries + 10 negatives, `govcat eval queries --split calibration --param ...`,
-    /// 2026-12-01; the external sets' snapshots could not be built in that session, so the fit
-    /// is on one catalog only). hybrid_alt nDCG@10 / MRR: k 60 weight 1.0 (plain RRF) 0.860 /
-    /// 0.914 (and a tie of a description's rank 1 and 2 against an alternative's 2 and 1, which
-    /// the id then breaks), k 60 weight 0.75 0.860 / 0.914, k 60 weight 0.5 0.861 / 0.920, k 20
-    /// weight 0.9 0.874 / 0.933, **k 20 weight 0.5 0.876 / 0.942**; hybrid alone 0.791 /
-    /// 0.881; no negative answered with a semantic-only entry in any of them.
+    /// Fitted once on the union of the calibration splits with blind-written alternatives
+    /// (`scripts/fit-alternatives.sh`, release, 2026-12-02; the grid is
+    /// `fixtures/bench/alternatives/fit-2026-12-02.tsv`): the bundled set (queries + negatives),
+    /// gdc-cptac and mimic-omop (both files each). Objective: hybrid_alt nDCG@10 averaged over
+    /// the three catalogs. **k 10, equal weights: 0.747** (bundled 0.887, gdc-cptac 0.814,
+    /// mimic-omop 0.541); k 60 weight 0.5 0.747, k 10 weight 0.75 0.746, the day before's k 20
+    /// weight 0.5 (fitted on the bundled set alone) 0.743, plain RRF (k 60, equal) 0.741. The
+    /// grid is flat within 0.01: the phrasings matter, their fusion hardly.
     fn default() -> Self {
         PhrasingFusion {
-            phrasing_rrf_k: 20.0,
+            phrasing_rrf_k: 10.0,
             description_weight: 1.0,
-            alternative_weight: 0.5,
+            alternative_weight: 1.0,
         }
     }
 }

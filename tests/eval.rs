@@ -220,7 +220,7 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
                 "held_out",
                 "at_min_confidence_0_9",
                 "precedent_weight_coverage_at_precision",
-                "precedent_weight_coverage_at_same_precision",
+                "precedent_weight_at_0_9",
                 "curve",
                 "precedent_weight_curve"
             ]

@@ -339,7 +339,7 @@ fn calibration_html(c: &super::tags::CalibrationReport) -> String {
     let _ = write!(
         b,
         "<h2>Confidence</h2><p>A map ({}) {}. Coverage: share of the held-out columns with a present value for the key. Solid: calibrated confidence; dashed: the raw precedent_weight.</p>\
-         <table id=\"calibration\"><tr><th class=\"l\">key</th><th>fitted on</th><th>held-out proposals</th><th>ECE</th><th>precision at confidence &ge; 0.9</th><th>coverage at confidence &ge; 0.9</th><th>precedent_weight: coverage at that precision</th><th>coverage at precision 0.90 / 0.95 / 0.99</th><th>precedent_weight: coverage at precision 0.90 / 0.95 / 0.99</th></tr>",
+         <table id=\"calibration\"><tr><th class=\"l\">key</th><th>fitted on</th><th>held-out proposals</th><th>ECE</th><th>precision at confidence &ge; 0.9</th><th>coverage at confidence &ge; 0.9</th><th>precedent_weight threshold from the calibration tables: precision / coverage</th><th>coverage at precision 0.90 / 0.95 / 0.99</th><th>precedent_weight: coverage at precision 0.90 / 0.95 / 0.99</th></tr>",
         esc(&c.map.method),
         esc(c.split)
     );
@@ -360,7 +360,11 @@ fn calibration_html(c: &super::tags::CalibrationReport) -> String {
             f3(k.held_out.ece),
             opt3(k.at_min_confidence_0_9.precision),
             f3(k.at_min_confidence_0_9.coverage),
-            opt3(k.precedent_weight_coverage_at_same_precision),
+            format!(
+                "{} / {}",
+                opt3(k.precedent_weight_at_0_9.precision),
+                f3(k.precedent_weight_at_0_9.coverage)
+            ),
             three(&k.held_out.coverage_at_precision),
             three(&k.precedent_weight_coverage_at_precision)
         );

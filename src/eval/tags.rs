@@ -109,9 +109,10 @@ pub struct KeyCalibration {
     pub at_min_confidence_0_9: Threshold,
     /// The same coverage at precision, thresholding the raw precedent_weight share instead.
     pub precedent_weight_coverage_at_precision: BTreeMap<String, f64>,
-    /// The coverage a threshold on the raw precedent_weight keeps at the precision that
-    /// confidence ≥ 0.9 reached (compare with `at_min_confidence_0_9.coverage`).
-    pub precedent_weight_coverage_at_same_precision: Option<f64>,
+    /// What a threshold on the raw precedent_weight keeps on the held-out tables when it is
+    /// chosen as confidence is, on the calibration tables: the lowest share at which the
+    /// calibration tables' proposals were 0.9 precise (compare with `at_min_confidence_0_9`).
+    pub precedent_weight_at_0_9: RawThreshold,
     /// Precision–coverage curves (threshold, coverage, precision), at most
     /// [`CURVE_POINTS`] points each: calibrated confidence and raw precedent_weight.
     pub curve: Vec<(f64, f64, f64)>,
@@ -121,6 +122,16 @@ pub struct KeyCalibration {
 /// Precision (`null` when nothing is kept) and coverage at a threshold.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Threshold {
+    pub precision: Option<f64>,
+    pub coverage: f64,
+}
+
+/// A raw precedent_weight threshold chosen on the calibration tables, and what it keeps on the
+/// held-out tables.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RawThreshold {
+    /// `null` when no threshold reached precision 0.9 on the calibration tables.
+    pub threshold: Option<f64>,
     pub precision: Option<f64>,
     pub coverage: f64,
 }
@@ -215,8 +226,25 @@ fn calibration_report(
                 .iter()
                 .map(|&p| (format!("{p:.2}"), calibration::coverage_at(&raw, columns, p)))
                 .collect(),
-            precedent_weight_coverage_at_same_precision: precision
-                .map(|p| calibration::coverage_at(&raw, columns, p)),
+            precedent_weight_at_0_9: {
+                let fitted_raw: Vec<(f64, bool)> = fit_on
+                    .iter()
+                    .filter(|o| key.is_none_or(|k| o.key == k))
+                    .map(|o| (o.evidence.share, o.correct))
+                    .collect();
+                let threshold = calibration::curve(&fitted_raw, fitted_raw.len())
+                    .into_iter()
+                    .filter(|&(_, _, p)| p >= 0.9)
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(t, _, _)| t);
+                let (precision, coverage) = threshold
+                    .map_or((None, 0.0), |t| calibration::at_threshold(&raw, columns, t));
+                RawThreshold {
+                    threshold: threshold.map(round4),
+                    precision,
+                    coverage,
+                }
+            },
             curve: thin(calibration::curve(&scored, columns)),
             precedent_weight_curve: thin(calibration::curve(&raw, columns)),
         }

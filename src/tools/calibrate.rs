@@ -16,6 +16,8 @@ use crate::index::Progress;
 /// Descriptions embedded per forward pass before their suggestions run (the query cache then
 /// answers the search's own embedding).
 const EMBED_AHEAD: usize = 32;
+/// Threads the suggestions of a batch run on, at most.
+const WORKERS: usize = 2;
 
 /// The present, in-ontology value of `key` on a document.
 pub fn value_of<'a>(ctx: &Context, doc: &'a Document, key: &str) -> Option<&'a str> {
@@ -53,22 +55,24 @@ pub fn tagged_columns<'a>(ctx: &Context, docs: &'a [Document]) -> Vec<&'a Docume
 
 /// Runs `suggest_tags` for each of `columns` with the precedents `hidden(column, other)` names
 /// left out, and hands each outcome (with its per-key evidence) to `each`, in input order.
-/// Descriptions are embedded [`EMBED_AHEAD`] at a time, in one forward pass each.
+/// Descriptions are embedded [`EMBED_AHEAD`] at a time, in one forward pass each; the
+/// suggestions of a batch then run on [`WORKERS`] threads (the search itself is
+/// single-threaded, and the machine this is measured on has two cores).
 pub fn leave_one_out(
     ctx: &Context,
     columns: &[&Document],
-    hidden: &dyn Fn(&Document, &Document) -> bool,
+    hidden: &(dyn Fn(&Document, &Document) -> bool + Sync),
     min_confidence: Option<f64>,
     progress: &dyn Progress,
     each: &mut dyn FnMut(&Document, String, Output, BTreeMap<String, Evidence>),
 ) -> Result<(), ToolError> {
     let (snapshot, embedder) = ctx.retrieval_parts()?;
-    let caller = Caller::local();
     progress.start(
         "suggesting tags, one column held out at a time",
         columns.len() as u64,
     );
-    for chunk in columns.chunks(EMBED_AHEAD) {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(WORKERS));
+    for chunk in columns.chunks(EMBED_AHEAD * workers) {
         let descriptions: Vec<String> = chunk.iter().map(|d| description_of(d)).collect();
         let texts: Vec<String> = descriptions
             .iter()
@@ -77,20 +81,45 @@ pub fn leave_one_out(
                 crate::retrieval::dense_query_text(d, &snapshot.expand_query(d))
             })
             .collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        embedder
-            .embed_queries(&refs)
-            .map_err(|e| ToolError::new("EmbedderUnavailable", e.to_string()))?;
-        for (doc, description) in chunk.iter().zip(descriptions) {
+        for batch in texts.chunks(EMBED_AHEAD) {
+            let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+            embedder
+                .embed_queries(&refs)
+                .map_err(|e| ToolError::new("EmbedderUnavailable", e.to_string()))?;
+        }
+        let suggest = |doc: &Document, description: &str| {
             let input = suggest_tags::Input {
-                description: description.clone(),
+                description: description.to_string(),
                 alternatives: None,
                 min_confidence,
                 domain: None,
                 table: None,
             };
-            let (out, evidence) =
-                suggest_tags::run_with_evidence(ctx, &caller, input, &|other| hidden(doc, other))?;
+            suggest_tags::run_with_evidence(ctx, &Caller::local(), input, &|other| {
+                hidden(doc, other)
+            })
+        };
+        let share = chunk.len().div_ceil(workers);
+        let outcomes: Vec<Result<_, ToolError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk
+                .chunks(share)
+                .zip(descriptions.chunks(share))
+                .map(|(docs, texts)| {
+                    scope.spawn(move || {
+                        docs.iter()
+                            .zip(texts)
+                            .map(|(doc, text)| suggest(doc, text))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        });
+        for ((doc, description), outcome) in chunk.iter().zip(descriptions).zip(outcomes) {
+            let (out, evidence) = outcome?;
             each(doc, description, out, evidence);
             progress.advance(1);
         }
