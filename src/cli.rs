@@ -16,6 +16,9 @@ use crate::app::{context, load_embedder, open_aws, print_json, report_error, Opt
 use crate::ontology::{parse_pairs, Ontology};
 use crate::tools::{self, Caller, Context, Outcome, ToolError};
 
+mod index;
+pub use index::IndexArgs;
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "govcat",
@@ -39,7 +42,7 @@ pub enum Command {
         out: PathBuf,
     },
     /// Build a snapshot (ontology values + every column, embedded and indexed) and publish it.
-    Index,
+    Index(IndexArgs),
     /// Find precedent columns and ontology values for a description (find_precedents).
     Search {
         /// What the column holds, e.g. "contains an EU IBAN".
@@ -221,9 +224,26 @@ pub const USAGE_EXIT: u8 = 2;
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     match Cli::try_parse_from(&args) {
-        Ok(cli) => run(cli),
+        Ok(cli) => match usage_problem(&cli) {
+            Some(e) => usage_error(&e, wants_json(&args)),
+            None => run(cli),
+        },
         Err(e) => usage_error(&e, wants_json(&args)),
     }
+}
+
+/// A combination of flags clap accepts but govcat cannot run, as clap's usage error of the
+/// subcommand (so it reads and exits like one).
+pub fn usage_problem(cli: &Cli) -> Option<clap::Error> {
+    use clap::CommandFactory;
+    let Command::Serve(args) = &cli.command else {
+        return None;
+    };
+    let why = args.conflict()?;
+    let mut command = Cli::command();
+    command.build();
+    let serve = command.find_subcommand_mut("serve")?;
+    Some(serve.error(clap::error::ErrorKind::ArgumentConflict, why))
 }
 
 /// Whether `--json` is among the arguments (before a `--`), for an error clap raised before
@@ -297,7 +317,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let (tool, args) = match &cli.command {
         // [dispatch] — commands that are not a single tool call return from here.
         Command::Record { out } => return run_record(&cli.options, out),
-        Command::Index => return run_index(&cli.options),
+        Command::Index(args) => return index::run_index(&cli.options, args),
         Command::Eval { what } => return run_eval(&cli.options, what),
         Command::Search {
             query,
@@ -693,80 +713,6 @@ fn calibration_summary(c: &crate::eval::tags::CalibrationReport) -> String {
     }
     row("(all keys)", &c.all_keys);
     out
-}
-
-/// `govcat index`: builds and publishes a snapshot; prints its manifest under `--json`.
-fn run_index(options: &Options) -> ExitCode {
-    let calibration_seconds = std::cell::Cell::new(0.0);
-    let result = (|| -> Result<(crate::index::Manifest, crate::index::EmbedReport), ToolError> {
-        let ctx = context(options)?;
-        let embedder = load_embedder()?;
-        let bar = progress_bar();
-        if options.json {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-        }
-        let bar = Bar(bar);
-        let fresh = || context(options);
-        let calibrate = crate::app::calibrator(&fresh, embedder.clone(), &bar);
-        let calibrate = |dir: &std::path::Path| {
-            let started = std::time::Instant::now();
-            let map = calibrate(dir);
-            calibration_seconds.set(started.elapsed().as_secs_f64());
-            map
-        };
-        crate::index::build_calibrated(
-            &options.index,
-            &ctx.ontology,
-            ctx.source.as_ref(),
-            embedder.as_ref(),
-            &bar,
-            false,
-            Some(&calibrate),
-        )
-        .map_err(ToolError::from)
-    })();
-    match result {
-        Ok((m, embedded)) => {
-            if options.json {
-                print_json(&serde_json::to_value(&m).unwrap_or(Value::Null));
-            } else {
-                println!(
-                    "snapshot {} published in {}: {} documents ({} columns in {} tables of {} domains, {} ontology values), dense index {:?}",
-                    m.id,
-                    options.index.display(),
-                    m.counts.documents,
-                    m.counts.columns,
-                    m.counts.tables,
-                    m.counts.domains,
-                    m.counts.ontology_values,
-                    m.dense_backend
-                );
-                println!(
-                    "  embedded {} documents; reused {} vectors of unchanged texts from the previous snapshot",
-                    embedded.embedded, embedded.reused
-                );
-                for u in &m.counts.unreadable_tables {
-                    println!("  not indexed: {} ({})", u.table, u.reason);
-                }
-                let path = options
-                    .index
-                    .join("snapshots")
-                    .join(&m.id)
-                    .join(crate::index::CALIBRATION);
-                let map: Option<crate::calibration::Map> = std::fs::read(&path)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice(&b).ok());
-                if let Some(map) = map {
-                    println!("  calibrated in {:.1} s", calibration_seconds.get());
-                    for line in map.summary() {
-                        println!("  {line}");
-                    }
-                }
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => report_error(options, &e),
-    }
 }
 
 fn s(v: &Value) -> &str {

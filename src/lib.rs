@@ -42,6 +42,9 @@
 //! - [`audit`]: one JSON line per call (who, which tool, redacted arguments, outcome).
 //! - [`app`]: the wiring `server` and `cli` share — the global options, the tool `Context`
 //!   built from them, the embedding model, and how an error is reported to the user.
+//! - [`sync`]: published snapshots — `govcat index --publish` to S3 or a shared directory
+//!   (CURRENT written last, `--keep`), and the follower of `govcat serve --follow` (fetch what
+//!   CURRENT names, skip files already present, verify, swap; failures keep the served one).
 //! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp` with bounded sessions, REST
 //!   `/v1/tools`, health, metrics, RFC 9728 metadata) behind the token guard, and MCP over
 //!   stdio; thin adapters over `tools::call` that audit every call and refuse to answer one
@@ -68,6 +71,7 @@ pub mod ontology;
 pub mod prompts;
 pub mod retrieval;
 pub mod server;
+pub mod sync;
 pub mod text;
 pub mod timestamp;
 pub mod tools;

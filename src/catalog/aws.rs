@@ -11,7 +11,7 @@
 pub mod config;
 mod convert;
 pub mod drift;
-mod errors;
+pub(crate) mod errors;
 mod paginate;
 pub mod record;
 mod recorded;

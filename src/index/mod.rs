@@ -31,7 +31,8 @@ use crate::timestamp::format_rfc3339;
 use dense::{Backend, Dense, Vectors};
 use documents::{Document, Kind};
 
-const MANIFEST: &str = "manifest.json";
+/// The manifest's file name inside a snapshot directory.
+pub const MANIFEST: &str = "manifest.json";
 const DOCUMENTS: &str = "documents.json";
 const VECTORS: &str = "vectors.f32";
 const TANTIVY: &str = "tantivy";
@@ -638,13 +639,20 @@ pub fn write_snapshot_with_glossary(
     let final_dir = snapshots.join(&id);
     fs::rename(&staging, &final_dir).map_err(|e| io_err(&final_dir, e))?;
     fsync_dir(&snapshots);
+    set_current(index_dir, &id)?;
+    Ok(id)
+}
+
+/// Points `index_dir/CURRENT` at the complete snapshot `snapshots/<id>/` (written to a
+/// temporary file, then renamed over `CURRENT`) and removes leftovers and old snapshots.
+pub fn set_current(index_dir: &Path, id: &str) -> Result<(), IndexError> {
     let tmp = index_dir.join(format!(".CURRENT.{id}"));
     write_file(&tmp, format!("{id}\n").as_bytes())?;
     fs::rename(&tmp, index_dir.join("CURRENT"))
         .map_err(|e| io_err(&index_dir.join("CURRENT"), e))?;
     fsync_dir(index_dir);
-    prune(index_dir, &snapshots, &id);
-    Ok(id)
+    prune(index_dir, &index_dir.join("snapshots"), id);
+    Ok(())
 }
 
 /// Removes leftovers of crashed builds (staging directories, `.CURRENT.<id>` files written but
@@ -931,7 +939,8 @@ fn refuse_shrunk(index_dir: &Path, counts: &Counts) -> Result<(), IndexError> {
     Ok(())
 }
 
-fn read_manifest(dir: &Path) -> Result<Manifest, IndexError> {
+/// Reads `dir/manifest.json`.
+pub fn read_manifest(dir: &Path) -> Result<Manifest, IndexError> {
     let path = dir.join(MANIFEST);
     let bytes = fs::read(&path).map_err(|e| IndexError::Corrupt {
         file: path.display().to_string(),
@@ -949,18 +958,18 @@ pub fn current_id(index_dir: &Path) -> Result<String, IndexError> {
     let text = fs::read_to_string(&path).map_err(|_| IndexError::NoSnapshot {
         dir: index_dir.display().to_string(),
     })?;
-    let id = text.trim().to_string();
-    let safe = !id.is_empty()
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == 'T' || c == 'Z');
-    if !safe {
-        return Err(IndexError::Corrupt {
-            file: path.display().to_string(),
-            problem: format!("'{id}' is not a snapshot id"),
-        });
-    }
-    Ok(id)
+    parse_snapshot_id(&text).ok_or_else(|| IndexError::Corrupt {
+        file: path.display().to_string(),
+        problem: format!("'{}' is not a snapshot id", text.trim()),
+    })
+}
+
+/// The snapshot id a `CURRENT` file holds, if it is one (letters, digits and `-` only, so it
+/// is safe as a path component and an object key).
+pub fn parse_snapshot_id(text: &str) -> Option<String> {
+    let id = text.trim();
+    let safe = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    safe.then(|| id.to_string())
 }
 
 /// Loads the snapshot `CURRENT` names, verifying model and checksums.
@@ -982,9 +991,24 @@ pub fn load_current(index_dir: &Path, embedder: &dyn Embedder) -> Result<Snapsho
 /// Loads one snapshot directory, verifying model and checksums.
 pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError> {
     let manifest = read_manifest(dir)?;
+    check_compatible(
+        &manifest,
+        embedder,
+        &dir.join(MANIFEST).display().to_string(),
+    )?;
+    load_checked(dir, manifest)
+}
+
+/// Refuses a manifest of another snapshot format or embedding model than this govcat's
+/// (`file` names the manifest in the message).
+pub fn check_compatible(
+    manifest: &Manifest,
+    embedder: &dyn Embedder,
+    file: &str,
+) -> Result<(), IndexError> {
     if manifest.format_version != FORMAT_VERSION {
         return Err(IndexError::Corrupt {
-            file: dir.join(MANIFEST).display().to_string(),
+            file: file.to_string(),
             problem: format!(
                 "snapshot format {} is not the format {FORMAT_VERSION} this govcat reads",
                 manifest.format_version
@@ -1005,6 +1029,10 @@ pub fn load(dir: &Path, embedder: &dyn Embedder) -> Result<Snapshot, IndexError>
             ),
         });
     }
+    Ok(())
+}
+
+fn load_checked(dir: &Path, manifest: Manifest) -> Result<Snapshot, IndexError> {
     let actual = checksums(dir)?;
     for (file, expected) in &manifest.files {
         match actual.get(file) {

@@ -98,6 +98,8 @@ pub struct Gauges {
     pub in_flight: Option<InFlightGauge>,
     /// MCP sessions: live, caps, evictions by reason and refusals.
     pub sessions: Option<SessionGauge>,
+    /// `--follow`: swaps, errors by reason, lag and downloads.
+    pub follow: Option<crate::sync::follow::FollowStatus>,
 }
 
 /// MCP sessions open now, their caps, sessions the server closed (by reason) and `initialize`
@@ -305,8 +307,42 @@ impl Metrics {
                 snap.rebuilds_failed
             );
         }
+        if let Some(f) = &gauges.follow {
+            render_follow(&mut out, f);
+        }
         out
     }
+}
+
+/// The `--follow` metrics (the served snapshot's age is `govcat_snapshot_age_seconds`).
+fn render_follow(out: &mut String, f: &crate::sync::follow::FollowStatus) {
+    *out += "# HELP govcat_follow_swaps_total Snapshots fetched from --follow and swapped in since start.\n";
+    *out += "# TYPE govcat_follow_swaps_total counter\n";
+    let _ = writeln!(out, "govcat_follow_swaps_total {}", f.swaps);
+    *out += "# HELP govcat_follow_errors_total Failed polls of --follow by reason; the served snapshot stayed.\n";
+    *out += "# TYPE govcat_follow_errors_total counter\n";
+    for (reason, n) in &f.errors {
+        let _ = writeln!(out, "govcat_follow_errors_total{{reason=\"{reason}\"}} {n}");
+    }
+    if let Some(lag) = f.lag_seconds {
+        *out += "# HELP govcat_follow_lag_seconds Seconds since the published CURRENT first named a snapshot other than the served one (0 when they are the same).\n";
+        *out += "# TYPE govcat_follow_lag_seconds gauge\n";
+        let _ = writeln!(out, "govcat_follow_lag_seconds {lag}");
+    }
+    *out += "# HELP govcat_follow_downloaded_bytes_total Bytes read from the --follow store since start.\n";
+    *out += "# TYPE govcat_follow_downloaded_bytes_total counter\n";
+    let _ = writeln!(
+        out,
+        "govcat_follow_downloaded_bytes_total {}",
+        f.downloaded_bytes
+    );
+    *out += "# HELP govcat_follow_downloaded_objects_total Objects read from the --follow store since start.\n";
+    *out += "# TYPE govcat_follow_downloaded_objects_total counter\n";
+    let _ = writeln!(
+        out,
+        "govcat_follow_downloaded_objects_total {}",
+        f.downloaded_objects
+    );
 }
 
 /// Escapes a label value (backslash, double quote, newline).
@@ -404,7 +440,28 @@ mod tests {
                 evicted: vec![("idle_timeout", 4), ("principal_cap", 9), ("total_cap", 0)],
                 refused: 1,
             }),
+            follow: Some(crate::sync::follow::FollowStatus {
+                swaps: 3,
+                errors: vec![("missing_object", 2), ("access_denied", 0)],
+                lag_seconds: Some(4.5),
+                downloaded_bytes: 2048,
+                downloaded_objects: 5,
+                ..Default::default()
+            }),
         });
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("govcat_follow"))
+                .collect::<Vec<_>>(),
+            vec![
+                "govcat_follow_swaps_total 3",
+                "govcat_follow_errors_total{reason=\"missing_object\"} 2",
+                "govcat_follow_errors_total{reason=\"access_denied\"} 0",
+                "govcat_follow_lag_seconds 4.5",
+                "govcat_follow_downloaded_bytes_total 2048",
+                "govcat_follow_downloaded_objects_total 5",
+            ]
+        );
         assert_eq!(
             text.lines()
                 .filter(|l| l.starts_with("govcat_mcp_sessions"))

@@ -51,6 +51,7 @@ use crate::audit::{AuditError, AuditEvent, AuditSink, Call, Transport, Who};
 use crate::auth::{self, AuthConfig, Authenticator, JwksSource, Principal};
 use crate::embed::Embedder;
 use crate::index::{self, SnapshotHandle};
+use crate::sync::follow::Follow;
 use crate::tools::{self, Caller, Context, Outcome, ToolError};
 use metrics::{
     AuditGauge, CallOutcome, Gauges, InFlightGauge, Metrics, SessionGauge, SnapshotGauge,
@@ -139,6 +140,39 @@ pub struct ServeArgs {
     /// 5m); its client gets 404 on its next request and re-initializes.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub session_idle_timeout: Duration,
+    /// Serve the snapshot an indexer publishes (`govcat index --publish`) at s3://BUCKET/PREFIX
+    /// or in a directory (a shared volume): fetch the one its CURRENT names into --index
+    /// (files already there with the right checksum are not downloaded again), verify it with
+    /// the load checks, serve it, and poll for a new one every --follow-interval; a new one is
+    /// swapped in atomically, a failure keeps the served one (logs, /readyz `follow`,
+    /// /metrics). Not ready until a snapshot is loaded. Not with --watch or --refresh.
+    #[arg(long, value_name = "S3_URL_OR_DIR")]
+    pub follow: Option<String>,
+    /// Seconds between two reads of the published CURRENT (--follow).
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::sync::DEFAULT_FOLLOW_INTERVAL_SECONDS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub follow_interval: u64,
+    /// S3 endpoint for --follow (an S3-compatible store or an emulator); requests then use
+    /// path-style addressing. Credentials and region come from the default AWS chain.
+    #[arg(long, value_name = "URL", env = "AWS_ENDPOINT_URL")]
+    pub s3_endpoint: Option<String>,
+}
+
+impl ServeArgs {
+    /// Why these flags cannot be served together, if they cannot.
+    pub fn conflict(&self) -> Option<String> {
+        let other = if self.watch {
+            "--watch"
+        } else if self.refresh.is_some() {
+            "--refresh"
+        } else {
+            return None;
+        };
+        self.follow.as_ref()?;
+        Some(format!(
+            "--follow and {other} cannot be used together: --follow serves the snapshot an indexer publishes, {other} rebuilds a snapshot of this replica's own, whose id no other replica has (cursors would not work across replicas) and which the next poll would replace. Drop {other}, or drop --follow to rebuild locally"
+        ))
+    }
 }
 
 /// Parses `--max-sessions` and `--max-sessions-per-principal`: a whole number of at least 1.
@@ -220,6 +254,9 @@ pub enum ServerError {
     Auth(#[from] auth::AuthConfigError),
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// `--follow` cannot start (its location, store or flags); the message has the next step.
+    #[error("--follow: {0}")]
+    Follow(String),
     #[error("{what}: {problem}; {next}")]
     Runtime {
         what: String,
@@ -258,6 +295,8 @@ pub struct AppState {
     /// MCP sessions and their caps (`--max-sessions`, `--max-sessions-per-principal`,
     /// `--session-idle-timeout`).
     pub sessions: Arc<sessions::Sessions>,
+    /// `--follow`: the follower whose status `/readyz` and `/metrics` show.
+    pub follow: Option<Arc<Follow>>,
 }
 
 impl AppState {
@@ -279,6 +318,7 @@ impl AppState {
             audit,
             in_flight: guard::InFlight::new(crate::limits::DEFAULT_MAX_CONCURRENT_REQUESTS),
             sessions: Arc::new(sessions::Sessions::new(sessions::SessionLimits::default())),
+            follow: None,
         }
     }
 
@@ -456,6 +496,7 @@ pub fn gauges(state: &AppState) -> Gauges {
                 .collect(),
             refused: state.sessions.refused(),
         }),
+        follow: state.follow.as_ref().map(|f| f.status()),
     }
 }
 
@@ -504,6 +545,7 @@ pub fn readiness(state: &AppState) -> (bool, Value) {
             "refresh_every_seconds": ctx.snapshot_refresh_every.map(|d| d.as_secs()),
             "snapshot": snapshot,
             "mcp_sessions": state.sessions.readiness(),
+            "follow": state.follow.as_ref().map(|f| f.readiness()),
             "uptime_seconds": state.started.elapsed().as_secs(),
         }),
     )
@@ -719,6 +761,15 @@ fn fail(options: &Options, e: &ServerError) -> ExitCode {
 /// server: the exact tools keep serving, `/readyz` answers 503 saying what is missing and
 /// what to run, and the retrieval tools answer with that error.
 pub fn serving_context(options: &Options) -> Result<(AppContext, Option<String>), ToolError> {
+    serving_context_with(options, true)
+}
+
+/// [`serving_context`]; `load_local` false leaves the snapshot to the follower (`--follow`),
+/// which fetches the published one first.
+fn serving_context_with(
+    options: &Options,
+    load_local: bool,
+) -> Result<(AppContext, Option<String>), ToolError> {
     let mut ctx = app::context(options)?;
     ctx.surface = app::tools_surface(options);
     let embedder = match app::load_embedder() {
@@ -735,13 +786,22 @@ pub fn serving_context(options: &Options) -> Result<(AppContext, Option<String>)
         }
     };
     let handle = SnapshotHandle::new();
-    match app::load_snapshot(
-        options,
-        embedder.as_ref(),
-        &ctx.ontology,
-        ctx.source.as_ref(),
-    ) {
+    let loaded = if load_local {
+        app::load_snapshot(
+            options,
+            embedder.as_ref(),
+            &ctx.ontology,
+            ctx.source.as_ref(),
+        )
+    } else {
+        Err(ToolError::new(
+            "NoSnapshot",
+            "waiting for the first snapshot from --follow",
+        ))
+    };
+    match loaded {
         Ok(snapshot) => handle.swap(snapshot),
+        Err(e) if !load_local => handle.record_load_failure(&e.message),
         // A snapshot of another catalog or ontology is refused: serving it would answer for
         // the wrong catalog.
         Err(e) if e.kind == "SnapshotSourceMismatch" => return Err(e),
@@ -907,6 +967,61 @@ fn start_watch(
     })
 }
 
+/// The follower of `--follow`, or `None` without it.
+fn open_follow(options: &Options, args: &ServeArgs) -> Result<Option<Arc<Follow>>, ServerError> {
+    let Some(text) = &args.follow else {
+        return Ok(None);
+    };
+    if let Some(why) = args.conflict() {
+        return Err(ServerError::Follow(why));
+    }
+    let location = crate::sync::Location::parse(text).map_err(ServerError::Follow)?;
+    if let crate::sync::Location::Dir(dir) = &location {
+        let same = match (dir.canonicalize(), options.index.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => dir == &options.index,
+        };
+        if same {
+            return Err(ServerError::Follow(format!(
+                "{} is also the --index of this replica; the replica downloads into its own --index and prunes old snapshots there, so give it another one (e.g. --index /var/lib/govcat/index)",
+                dir.display()
+            )));
+        }
+    }
+    let store = crate::sync::Store::open(&location, args.s3_endpoint.as_deref())
+        .map_err(|e| ServerError::Follow(e.to_string()))?;
+    Ok(Some(Arc::new(Follow::new(
+        store,
+        Duration::from_secs(args.follow_interval),
+    ))))
+}
+
+/// Starts `--follow`: a poll now, then one every interval (see [`Follow::poll`]), on a thread
+/// of its own; swaps go through the snapshot handle as `--watch` rebuilds do.
+fn start_follow(
+    options: &Options,
+    state: &AppState,
+    follow: Arc<Follow>,
+) -> Result<(), ServerError> {
+    let (embedder, handle) = rebuild_parts(state, "--follow")?;
+    let shared = state.shared_context();
+    let options = options.clone();
+    std::thread::Builder::new()
+        .name("govcat-follow".into())
+        .spawn(move || loop {
+            let ctx = shared.load_full();
+            let check = |manifest: &index::Manifest| {
+                app::check_snapshot_source(&options, manifest, &ctx.ontology, ctx.source.as_ref())
+                    .map_err(|e| e.advised(&app::cli_surface(&options)).message)
+            };
+            follow.poll(&options.index, embedder.as_ref(), &check, &handle);
+            drop(ctx);
+            std::thread::sleep(follow.interval());
+        })
+        .map(|_| ())
+        .map_err(|e| ServerError::runtime("--follow", e, "restart govcat serve"))
+}
+
 /// The token validation settings of `--auth jwt`, or `None` under `--auth none`, where the
 /// jwt flags are refused (so no one believes a token is checked when none is).
 pub fn auth_config(args: &ServeArgs) -> Result<Option<AuthConfig>, ServerError> {
@@ -976,7 +1091,11 @@ pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(options, &e),
     };
-    let (mut app, unavailable) = match serving_context(options) {
+    let follow = match open_follow(options, args) {
+        Ok(f) => f,
+        Err(e) => return fail(options, &e),
+    };
+    let (mut app, unavailable) = match serving_context_with(options, follow.is_none()) {
         Ok(built) => built,
         Err(e) => return report_error(options, &e),
     };
@@ -991,6 +1110,12 @@ pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
             idle_timeout: args.session_idle_timeout,
         });
     state.retrieval_unavailable = unavailable;
+    if let Some(follow) = follow {
+        if let Err(e) = start_follow(options, &state, follow.clone()) {
+            return fail(options, &e);
+        }
+        state.follow = Some(follow);
+    }
     if let Some(every) = args.refresh {
         if let Err(e) = start_refresh(options, &state, every) {
             return fail(options, &e);

@@ -228,6 +228,8 @@ pub fn aws_env(cmd: &mut Command, endpoint: &str) {
 pub struct Request {
     pub head: String,
     pub body: String,
+    /// The body as sent (forwarded as is: S3 bodies are binary).
+    pub raw_body: Vec<u8>,
 }
 
 impl Request {
@@ -350,12 +352,18 @@ impl Proxy {
     }
 
     /// Every request to `operation` (whose body contains `body_contains`, if given) gets `action`.
+    /// An `operation` ending in `*` matches every operation it is a prefix of (S3 keys).
     pub fn on(&self, operation: &str, body_contains: Option<&str>, action: Action) {
         self.rules.lock().expect("rules").push(Rule {
             operation: operation.into(),
             body_contains: body_contains.map(str::to_string),
             action,
         });
+    }
+
+    /// Removes every rule: requests are forwarded again (the fault is gone).
+    pub fn clear(&self) {
+        self.rules.lock().expect("rules").clear();
     }
 
     pub fn requests(&self) -> Vec<Request> {
@@ -394,6 +402,7 @@ fn read_request(r: &mut BufReader<TcpStream>) -> Option<Request> {
     let req = Request {
         head,
         body: String::new(),
+        raw_body: Vec::new(),
     };
     let len: usize = req
         .header("content-length")
@@ -403,6 +412,7 @@ fn read_request(r: &mut BufReader<TcpStream>) -> Option<Request> {
     r.read_exact(&mut body).ok()?;
     Some(Request {
         body: String::from_utf8_lossy(&body).to_string(),
+        raw_body: body,
         ..req
     })
 }
@@ -430,7 +440,12 @@ fn serve(
         rules
             .iter()
             .find(|rule| {
-                rule.operation == req.operation()
+                let op = req.operation();
+                (rule.operation == op
+                    || rule
+                        .operation
+                        .strip_suffix('*')
+                        .is_some_and(|prefix| op.starts_with(prefix)))
                     && rule
                         .body_contains
                         .as_ref()
@@ -469,15 +484,13 @@ fn serve(
                 .lines()
                 .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
                 .collect();
-            let forwarded = format!(
-                "{}\r\nConnection: close\r\n\r\n{}",
-                head.join("\r\n"),
-                req.body
-            );
+            let mut forwarded =
+                format!("{}\r\nConnection: close\r\n\r\n", head.join("\r\n")).into_bytes();
+            forwarded.extend_from_slice(&req.raw_body);
             let mut answer = Vec::new();
             let answered = TcpStream::connect(upstream)
                 .and_then(|mut up| {
-                    up.write_all(forwarded.as_bytes())?;
+                    up.write_all(&forwarded)?;
                     up.read_to_end(&mut answer)
                 })
                 .is_ok();

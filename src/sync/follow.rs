@@ -1,0 +1,394 @@
+//! `govcat serve --follow LOCATION`: a replica serving the snapshot an indexer published.
+//!
+//! One [`Follow::poll`] reads `CURRENT`; when it names an id other than the one served, it
+//! reads that snapshot's manifest, refuses another format or model before downloading
+//! anything, downloads into the local `--index`'s `snapshots/<id>/` every file not already
+//! there with the manifest's sha256 (checked as it arrives), runs the same load checks as
+//! `index::load` plus the catalog/ontology check of the server, points the local `CURRENT` at
+//! it and hands it to the snapshot handle's atomic swap. Any failure leaves the served
+//! snapshot as it is and is recorded: a log line naming the object and the problem,
+//! `last_error` in `/readyz`, `govcat_follow_errors_total{reason}`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Component, Path};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{json, Value};
+
+use super::{reason, Store, SyncError, REASONS};
+use crate::embed::{sha256_file, Embedder};
+use crate::index::{self, Manifest, Snapshot, SnapshotHandle, MANIFEST};
+use crate::timestamp::format_rfc3339;
+
+/// A replica's follower: the store, the cadence and what happened so far.
+pub struct Follow {
+    store: Store,
+    interval: Duration,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    current_id: Option<String>,
+    remote_id: Option<String>,
+    last_checked_at: Option<SystemTime>,
+    last_error: Option<String>,
+    /// When `CURRENT` was first seen naming an id other than the served one.
+    behind_since: Option<SystemTime>,
+    swaps: u64,
+    errors: BTreeMap<&'static str, u64>,
+}
+
+/// The follower's state at one moment, for `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FollowStatus {
+    pub source: String,
+    pub current_id: Option<String>,
+    pub remote_id: Option<String>,
+    pub last_checked_at: Option<String>,
+    pub last_error: Option<String>,
+    pub lag_seconds: Option<f64>,
+    pub swaps: u64,
+    /// Every reason of [`REASONS`] with its count (zeros included).
+    pub errors: Vec<(&'static str, u64)>,
+    pub downloaded_bytes: u64,
+    pub downloaded_objects: u64,
+    pub interval_seconds: u64,
+}
+
+/// What the follower checks a snapshot against besides the load checks (the server's
+/// catalog and ontology), as a message with its next step.
+pub type Check<'a> = &'a dyn Fn(&Manifest) -> Result<(), String>;
+
+impl Follow {
+    pub fn new(store: Store, interval: Duration) -> Follow {
+        Follow {
+            store,
+            interval,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn status(&self) -> FollowStatus {
+        let st = self.lock();
+        let now = SystemTime::now();
+        let lag_seconds = match (&st.behind_since, &st.remote_id) {
+            (Some(t), _) => Some(now.duration_since(*t).unwrap_or_default().as_secs_f64()),
+            (None, Some(_)) => Some(0.0),
+            (None, None) => None,
+        };
+        let (downloaded_bytes, downloaded_objects) = self.store.downloaded();
+        FollowStatus {
+            source: self.store.location().to_string(),
+            current_id: st.current_id.clone(),
+            remote_id: st.remote_id.clone(),
+            last_checked_at: st.last_checked_at.map(format_rfc3339),
+            last_error: st.last_error.clone(),
+            lag_seconds,
+            swaps: st.swaps,
+            errors: REASONS
+                .iter()
+                .map(|r| (*r, st.errors.get(r).copied().unwrap_or(0)))
+                .collect(),
+            downloaded_bytes,
+            downloaded_objects,
+            interval_seconds: self.interval.as_secs(),
+        }
+    }
+
+    /// The `follow` object of `/readyz`.
+    pub fn readiness(&self) -> Value {
+        let s = self.status();
+        json!({
+            "source": s.source,
+            "current_id": s.current_id,
+            "last_checked_at": s.last_checked_at,
+            "last_error": s.last_error,
+            "lag_seconds": s.lag_seconds.map(|l| l.floor() as u64),
+            "remote_id": s.remote_id,
+            "interval_seconds": s.interval_seconds,
+            "swaps": s.swaps,
+            "errors": s.errors.iter().filter(|(_, n)| *n > 0).map(|(r, n)| (r.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "downloaded_bytes": s.downloaded_bytes,
+            "downloaded_objects": s.downloaded_objects,
+        })
+    }
+
+    /// One poll: syncs and, on a new snapshot, swaps it into `handle`. Failures keep the
+    /// served snapshot and are recorded. A replica that has never loaded a snapshot and cannot
+    /// reach the store falls back to the local `CURRENT` if it loads (and says so).
+    pub fn poll(
+        &self,
+        index_dir: &Path,
+        embedder: &dyn Embedder,
+        check: Check<'_>,
+        handle: &SnapshotHandle,
+    ) {
+        let served = handle.status().snapshot_id;
+        let result = self.sync(index_dir, embedder, check, served.as_deref());
+        let now = SystemTime::now();
+        let mut st = self.lock();
+        st.last_checked_at = Some(now);
+        match result {
+            Ok(Some(snapshot)) => {
+                let id = snapshot.manifest.id.clone();
+                tracing::info!(snapshot = %id, source = %self.store.location(), "followed snapshot swapped in");
+                handle.swap(snapshot);
+                st.current_id = Some(id);
+                st.swaps += 1;
+                st.behind_since = None;
+                st.last_error = None;
+            }
+            Ok(None) => {
+                st.current_id = served;
+                st.behind_since = None;
+                st.last_error = None;
+            }
+            Err(e) => {
+                *st.errors.entry(e.reason).or_default() += 1;
+                tracing::error!(object = %e.object, reason = e.reason, error = %e, "following {} failed; the served snapshot stays", self.store.location());
+                st.last_error = Some(e.to_string());
+                if served.is_none() {
+                    handle.record_load_failure(&e.to_string());
+                    drop(st);
+                    self.fall_back_to_local(index_dir, embedder, check, handle);
+                }
+            }
+        }
+    }
+
+    /// Serves the local `CURRENT` when nothing is served and the store failed.
+    fn fall_back_to_local(
+        &self,
+        index_dir: &Path,
+        embedder: &dyn Embedder,
+        check: Check<'_>,
+        handle: &SnapshotHandle,
+    ) {
+        let Ok(snapshot) = index::load_current(index_dir, embedder) else {
+            return;
+        };
+        if check(&snapshot.manifest).is_err() {
+            return;
+        }
+        let id = snapshot.manifest.id.clone();
+        tracing::warn!(snapshot = %id, source = %self.store.location(), "serving the local snapshot until the published one can be fetched");
+        handle.swap(snapshot);
+        let mut st = self.lock();
+        st.current_id = Some(id.clone());
+        if st.remote_id.as_deref().is_some_and(|r| r != id) {
+            st.behind_since.get_or_insert(SystemTime::now());
+        }
+    }
+
+    /// The S3 error code of an absent object, as messages name it (nothing for a directory).
+    fn no_such_key(&self) -> &'static str {
+        match self.store.location() {
+            super::Location::S3 { .. } => " (NoSuchKey)",
+            super::Location::Dir(_) => "",
+        }
+    }
+
+    /// Fetches and verifies the snapshot `CURRENT` names; `None` when it is `served`.
+    pub fn sync(
+        &self,
+        index_dir: &Path,
+        embedder: &dyn Embedder,
+        check: Check<'_>,
+        served: Option<&str>,
+    ) -> Result<Option<Snapshot>, SyncError> {
+        let location = self.store.location().to_string();
+        let again = format!("publish it again (govcat index --publish {location})");
+        let text = self.store.get("CURRENT")?.ok_or_else(|| {
+            SyncError::new(
+                reason::MISSING,
+                self.store.object("CURRENT"),
+                format!(
+                    "does not exist{}: nothing is published there yet",
+                    self.no_such_key()
+                ),
+                format!("run the indexer (govcat index --publish {location}), or correct --follow"),
+            )
+        })?;
+        let text = String::from_utf8_lossy(&text);
+        let id = index::parse_snapshot_id(&text).ok_or_else(|| {
+            SyncError::new(
+                reason::MANIFEST,
+                self.store.object("CURRENT"),
+                format!("'{}' is not a snapshot id", text.trim()),
+                format!("run the indexer again (govcat index --publish {location})"),
+            )
+        })?;
+        {
+            let mut st = self.lock();
+            st.remote_id = Some(id.clone());
+            if served != Some(id.as_str()) {
+                st.behind_since.get_or_insert(SystemTime::now());
+            }
+        }
+        if served == Some(id.as_str()) {
+            return Ok(None);
+        }
+        let manifest_key = format!("snapshots/{id}/{MANIFEST}");
+        let manifest_object = self.store.object(&manifest_key);
+        let manifest_bytes = self.store.get(&manifest_key)?.ok_or_else(|| {
+            SyncError::new(
+                reason::MISSING,
+                manifest_object.clone(),
+                format!(
+                    "CURRENT names snapshot {id}, but its manifest does not exist{}",
+                    self.no_such_key()
+                ),
+                format!("the snapshot was never published completely or was deleted; {again}"),
+            )
+        })?;
+        let manifest: Manifest = serde_json::from_slice(&manifest_bytes).map_err(|e| {
+            SyncError::new(
+                reason::MANIFEST,
+                manifest_object.clone(),
+                format!("not a snapshot manifest ({e})"),
+                again.clone(),
+            )
+        })?;
+        if manifest.id != id {
+            return Err(SyncError::new(
+                reason::MANIFEST,
+                manifest_object,
+                format!("the manifest is of snapshot {}, not {id}", manifest.id),
+                again,
+            ));
+        }
+        index::check_compatible(&manifest, embedder, &manifest_object).map_err(|e| {
+            SyncError::new(
+                reason::INCOMPATIBLE,
+                manifest_object.clone(),
+                e.to_string(),
+                "run the replica with the same govcat version and model as the indexer",
+            )
+        })?;
+        check(&manifest).map_err(|problem| {
+            SyncError::new(
+                reason::SOURCE_MISMATCH,
+                manifest_object.clone(),
+                problem,
+                "serve the replica with the indexer's --source/--catalog and --ontology",
+            )
+        })?;
+        let dir = index_dir.join("snapshots").join(&id);
+        fs::create_dir_all(&dir).map_err(|e| super::store::local(&dir, e))?;
+        for (file, expected) in &manifest.files {
+            if !is_plain_relative(file) {
+                return Err(SyncError::new(
+                    reason::MANIFEST,
+                    manifest_object,
+                    format!("it lists the file '{file}', which leaves the snapshot directory"),
+                    again,
+                ));
+            }
+            let local = dir.join(file);
+            let present = local.is_file()
+                && sha256_file(&local).is_ok_and(|sum| sum.eq_ignore_ascii_case(expected));
+            if present {
+                continue;
+            }
+            if let Some(parent) = local.parent() {
+                fs::create_dir_all(parent).map_err(|e| super::store::local(parent, e))?;
+            }
+            let part = local.with_file_name(format!(
+                ".{}.part",
+                local.file_name().unwrap_or_default().to_string_lossy()
+            ));
+            let key = format!("snapshots/{id}/{file}");
+            let got = self.store.download(&key, &part).map_err(|e| {
+                let _ = fs::remove_file(&part);
+                if e.reason == reason::MISSING {
+                    SyncError::new(
+                        reason::MISSING,
+                        e.object,
+                        format!(
+                            "listed in the manifest of snapshot {id} but does not exist ({})",
+                            e.problem
+                        ),
+                        format!("the published snapshot is incomplete; {again}"),
+                    )
+                } else {
+                    e
+                }
+            })?;
+            if !got.eq_ignore_ascii_case(expected) {
+                let _ = fs::remove_file(&part);
+                return Err(SyncError::new(
+                    reason::CHECKSUM,
+                    self.store.object(&key),
+                    format!("sha256 {got} differs from the manifest's {expected}"),
+                    format!("the published file was altered or truncated; {again}"),
+                ));
+            }
+            fs::rename(&part, &local).map_err(|e| super::store::local(&local, e))?;
+        }
+        remove_unlisted(&dir, &dir, &manifest)?;
+        let manifest_path = dir.join(MANIFEST);
+        fs::write(&manifest_path, &manifest_bytes)
+            .map_err(|e| super::store::local(&manifest_path, e))?;
+        let snapshot = index::load(&dir, embedder).map_err(|e| {
+            SyncError::new(
+                reason::MANIFEST,
+                self.store.object(&format!("snapshots/{id}/")),
+                format!("downloaded, but it does not load: {e}"),
+                again.clone(),
+            )
+        })?;
+        index::set_current(index_dir, &id).map_err(|e| {
+            SyncError::new(
+                reason::LOCAL_IO,
+                index_dir.join("CURRENT").display().to_string(),
+                e.to_string(),
+                "check --index is writable",
+            )
+        })?;
+        Ok(Some(snapshot))
+    }
+}
+
+/// A manifest path that stays inside the snapshot directory.
+fn is_plain_relative(file: &str) -> bool {
+    !file.is_empty()
+        && Path::new(file)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+}
+
+/// Removes files of `dir` the manifest does not list (leftovers of an earlier, different
+/// download), which the load check would refuse.
+fn remove_unlisted(root: &Path, dir: &Path, manifest: &Manifest) -> Result<(), SyncError> {
+    let entries = fs::read_dir(dir).map_err(|e| super::store::local(dir, e))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            remove_unlisted(root, &path, manifest)?;
+            continue;
+        }
+        let rel = path
+            .strip_prefix(root)
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default();
+        if rel != MANIFEST && !manifest.files.contains_key(&rel) {
+            fs::remove_file(&path).map_err(|e| super::store::local(&path, e))?;
+        }
+    }
+    Ok(())
+}
