@@ -143,7 +143,8 @@ pub struct Proposal {
 pub struct CalibrationInfo {
     /// Tagged columns of the snapshot whose tags were suggested with the column hidden.
     pub columns: usize,
-    /// Whether those were a sample (per domain) of more tagged columns.
+    /// Whether only part of the tagged columns was checked (above 5,000: the same share of
+    /// each domain).
     pub sampled: bool,
     pub method: String,
 }
