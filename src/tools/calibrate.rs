@@ -20,6 +20,10 @@ const EMBED_AHEAD: usize = 32;
 /// from, the suggestion and its per-key evidence.
 pub type Each<'a> = dyn FnMut(&Document, String, Output, BTreeMap<String, Evidence>) + 'a;
 
+/// Columns whose descriptions are embedded (sorted by length, [`EMBED_AHEAD`] per forward
+/// pass) before their suggestions run; below the query cache's capacity
+/// (`embed::QUERY_CACHE_CAPACITY`), so none is evicted before its search.
+const EMBED_WINDOW: usize = 1024;
 /// Threads the suggestions of a batch run on, at most.
 const WORKERS: usize = 2;
 
@@ -59,9 +63,9 @@ pub fn tagged_columns<'a>(ctx: &Context, docs: &'a [Document]) -> Vec<&'a Docume
 
 /// Runs `suggest_tags` for each of `columns` with the precedents `hidden(column, other)` names
 /// left out, and hands each outcome (with its per-key evidence) to `each`, in input order.
-/// Descriptions are embedded [`EMBED_AHEAD`] at a time, in one forward pass each; the
-/// suggestions of a batch then run on [`WORKERS`] threads (the search itself is
-/// single-threaded, and the machine this is measured on has two cores).
+/// The descriptions of [`EMBED_WINDOW`] columns are embedded first, sorted by length and
+/// [`EMBED_AHEAD`] per forward pass (a pass pads to its longest text); the suggestions then run
+/// [`EMBED_AHEAD`] × [`WORKERS`] at a time on that many threads.
 pub fn leave_one_out(
     ctx: &Context,
     columns: &[&Document],
@@ -76,59 +80,65 @@ pub fn leave_one_out(
         columns.len() as u64,
     );
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(WORKERS));
-    for chunk in columns.chunks(EMBED_AHEAD * workers) {
-        let descriptions: Vec<String> = chunk.iter().map(|d| description_of(d)).collect();
-        let texts: Vec<String> = descriptions
+    for window in columns.chunks(EMBED_WINDOW) {
+        // A forward pass pads to its longest text: embed the window's descriptions sorted by
+        // length, then run the suggestions in input order (the query cache answers them).
+        let mut texts: Vec<String> = window
             .iter()
             .map(|d| {
+                let d = description_of(d);
                 let d = d.trim();
                 crate::retrieval::dense_query_text(d, &snapshot.expand_query(d))
             })
             .collect();
+        texts.sort_by_key(String::len);
         for batch in texts.chunks(EMBED_AHEAD) {
             let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
             embedder
                 .embed_queries(&refs)
                 .map_err(|e| ToolError::new("EmbedderUnavailable", e.to_string()))?;
         }
-        let suggest = |doc: &Document, description: &str| {
-            let input = suggest_tags::Input {
-                description: description.to_string(),
-                alternatives: None,
-                min_confidence,
-                domain: None,
-                table: None,
+        for chunk in window.chunks(EMBED_AHEAD * workers) {
+            let descriptions: Vec<String> = chunk.iter().map(|d| description_of(d)).collect();
+            let suggest = |doc: &Document, description: &str| {
+                let input = suggest_tags::Input {
+                    description: description.to_string(),
+                    alternatives: None,
+                    min_confidence,
+                    domain: None,
+                    table: None,
+                };
+                suggest_tags::run_with_evidence(ctx, &Caller::local(), input, &|other| {
+                    hidden(doc, other)
+                })
             };
-            suggest_tags::run_with_evidence(ctx, &Caller::local(), input, &|other| {
-                hidden(doc, other)
-            })
-        };
-        let share = chunk.len().div_ceil(workers);
-        let outcomes: Vec<Result<_, ToolError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = chunk
-                .chunks(share)
-                .zip(descriptions.chunks(share))
-                .map(|(docs, texts)| {
-                    scope.spawn(move || {
-                        docs.iter()
-                            .zip(texts)
-                            .map(|(doc, text)| suggest(doc, text))
-                            .collect::<Vec<_>>()
+            let share = chunk.len().div_ceil(workers);
+            let outcomes: Vec<Result<_, ToolError>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = chunk
+                    .chunks(share)
+                    .zip(descriptions.chunks(share))
+                    .map(|(docs, texts)| {
+                        scope.spawn(move || {
+                            docs.iter()
+                                .zip(texts)
+                                .map(|(doc, text)| suggest(doc, text))
+                                .collect::<Vec<_>>()
+                        })
                     })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| {
-                    h.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
-        });
-        for ((doc, description), outcome) in chunk.iter().zip(descriptions).zip(outcomes) {
-            let (out, evidence) = outcome?;
-            each(doc, description, out, evidence);
-            progress.advance(1);
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| {
+                        h.join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
+                    .collect()
+            });
+            for ((doc, description), outcome) in chunk.iter().zip(descriptions).zip(outcomes) {
+                let (out, evidence) = outcome?;
+                each(doc, description, out, evidence);
+                progress.advance(1);
+            }
         }
     }
     progress.finish();
