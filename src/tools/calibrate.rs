@@ -83,10 +83,10 @@ pub fn leave_one_out(
     for window in columns.chunks(EMBED_WINDOW) {
         // A forward pass pads to its longest text: embed the window's descriptions sorted by
         // length, then run the suggestions in input order (the query cache answers them).
-        let mut texts: Vec<String> = window
+        let descriptions: Vec<String> = window.iter().map(|d| description_of(d)).collect();
+        let mut texts: Vec<String> = descriptions
             .iter()
             .map(|d| {
-                let d = description_of(d);
                 let d = d.trim();
                 crate::retrieval::dense_query_text(d, &snapshot.expand_query(d))
             })
@@ -98,8 +98,8 @@ pub fn leave_one_out(
                 .embed_queries(&refs)
                 .map_err(|e| ToolError::new("EmbedderUnavailable", e.to_string()))?;
         }
-        for chunk in window.chunks(EMBED_AHEAD * workers) {
-            let descriptions: Vec<String> = chunk.iter().map(|d| description_of(d)).collect();
+        let batch = EMBED_AHEAD * workers;
+        for (chunk, descriptions) in window.chunks(batch).zip(descriptions.chunks(batch)) {
             let suggest = |doc: &Document, description: &str| {
                 let input = suggest_tags::Input {
                     description: description.to_string(),
@@ -136,7 +136,7 @@ pub fn leave_one_out(
             });
             for ((doc, description), outcome) in chunk.iter().zip(descriptions).zip(outcomes) {
                 let (out, evidence) = outcome?;
-                each(doc, description, out, evidence);
+                each(doc, description.clone(), out, evidence);
                 progress.advance(1);
             }
         }
