@@ -39,11 +39,13 @@ MCP host configuration, stdio (the host starts govcat itself):
     "govcat": {
       "command": "$bin",
       "args": ["mcp-stdio"],
-      "cwd": "$PWD",
-      "env": { "GOVCAT_SCOPES": "" }
+      "cwd": "$PWD"
     }
   }
 }
+
+(No GOVCAT_SCOPES: the stdio caller reads every domain. To narrow it, add
+"env": {"GOVCAT_SCOPES": "catalog:policy:read catalog:claims:read"}; an empty value grants none.)
 
 Prompts (slash commands in the host): tag-new-column (description; domain, table),
 review-grant (role, domain, table). See README, "Connecting an MCP host".

@@ -82,10 +82,13 @@ pub enum Command {
         /// abstained with both numbers.
         #[arg(long, value_name = "SHARE")]
         min_confidence: Option<f64>,
-        /// Target dataset's domain (with --table): include its sibling columns, read live.
+        /// The domain of the table the new column goes into (the target, unlike search's
+        /// --domain filter); alone: a new, unnamed table of that domain (inherits its
+        /// database's tags).
         #[arg(long)]
         domain: Option<String>,
-        /// Target dataset's table (with --domain), e.g. customer_360_global_extract.
+        /// The table the new column goes into (needs --domain), existing (its columns' tags
+        /// count as siblings) or new (treated as a new table of the domain).
         #[arg(long)]
         table: Option<String>,
     },
@@ -170,6 +173,29 @@ pub enum EvalCommand {
         /// with the snapshot's own calibration; omit for every proposal.
         #[arg(long, value_name = "SHARE")]
         min_confidence: Option<f64>,
+    },
+    /// The conversation as a bench: replays a blind host's calls (JSON lines {"id", "calls":
+    /// [{"tool", "arguments"}]}) through the real tools and judges them against labels (JSON
+    /// lines {"id", "request", "relevant": {id: grade}, "negative"}).
+    Calls {
+        /// The host's calls.
+        calls: PathBuf,
+        /// The labels of the same requests.
+        labels: PathBuf,
+        /// Also write eval.json and a self-contained eval.html into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+    /// Every find_precedents entry of labelled query files (with their alternatives) with its
+    /// grade and evidence, one JSON line each: what scripts/fit-precedent.py fits
+    /// precedent_confidence on.
+    Precedents {
+        /// Labelled query files, as for `eval queries`.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Where to write the rows (JSON lines).
+        #[arg(long)]
+        rows: PathBuf,
     },
 }
 
@@ -611,6 +637,43 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                     dir.clone(),
                 ))
             }
+            EvalCommand::Calls {
+                calls,
+                labels,
+                report: dir,
+            } => {
+                let r = crate::eval::calls::run(&ctx, calls, labels)?;
+                if let Some(dir) = dir {
+                    report::write(dir, &r, &crate::eval::calls::html(&r))?;
+                }
+                Ok((
+                    serde_json::to_value(&r).unwrap_or(Value::Null),
+                    crate::eval::calls::summary(&r),
+                    dir.clone(),
+                ))
+            }
+            EvalCommand::Precedents { files, rows } => {
+                let found = crate::eval::calls::evidence_rows(&ctx, files)?;
+                let mut text = String::new();
+                for row in &found {
+                    text += &serde_json::to_string(row).unwrap_or_default();
+                    text.push('\n');
+                }
+                std::fs::write(rows, text).map_err(|e| {
+                    ToolError::new(
+                        "ReportIo",
+                        format!(
+                            "cannot write {}: {e}; check that --rows names a writable file",
+                            rows.display()
+                        ),
+                    )
+                })?;
+                Ok((
+                    json!({"rows": found.len(), "file": rows.display().to_string()}),
+                    format!("{} entries written to {}\n", found.len(), rows.display()),
+                    None,
+                ))
+            }
         }
     })();
     match result {
@@ -899,6 +962,9 @@ fn render(tool: &str, v: &Value) -> String {
             }
         }
         "suggest_tags" => {
+            if let Some(note) = v["target_note"].as_str() {
+                out += &format!("target: {note}\n");
+            }
             out += &format!(
                 "  {:<20} {:>6} {:>7} {:>10} {:>8}\n",
                 "VALUE", "WEIGHT", "SHARE", "PRECEDENTS", "SIBLINGS"
@@ -964,6 +1030,11 @@ fn render(tool: &str, v: &Value) -> String {
                     out += "confidence: not measured (the snapshot was built without calibration; run govcat index)\n"
                 }
                 _ => {}
+            }
+            if let Some(unmeasured) = v["proposal"]["unmeasured"].as_object() {
+                for (key, why) in unmeasured {
+                    out += &format!("  confidence of {key} is 0, {}\n", s(why));
+                }
             }
             if let Some(abstained) = v["proposal"]["abstained"].as_object() {
                 for (key, why) in abstained {

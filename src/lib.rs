@@ -17,6 +17,9 @@
 //! - [`calibration`]: calibrated confidence of tag proposals — the evidence a proposal rests
 //!   on, the monotone per-key map fitted on the catalog's own leave-one-out (stored in the
 //!   snapshot), and the measures `eval tags` reports it with (reliability, ECE, coverage).
+//! - [`precedent`]: how likely a `find_precedents` entry is a direct precedent
+//!   (`precedent_confidence`): its evidence and the logistic map fitted once on every labelled
+//!   query set.
 //! - [`catalog`]: domains, datasets, columns and their four-state tags; the parse boundary
 //!   (`catalog::boundary`) every source goes through, the `dir` source (`catalog::dir`) and the
 //!   `aws` source (`catalog::aws`: Glue, Lake Formation, STS; `govcat record`).
@@ -68,6 +71,7 @@ pub mod eval;
 pub mod index;
 pub mod limits;
 pub mod ontology;
+pub mod precedent;
 pub mod prompts;
 pub mod retrieval;
 pub mod server;

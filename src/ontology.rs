@@ -60,6 +60,11 @@ pub struct ValueSpec {
 pub struct KeySpec {
     pub key: TagKey,
     pub description: String,
+    /// Whether `values` run from least to most restrictive (`sensitivity`, `retention`): then a
+    /// proposal below the true value is *understated* and one above *overstated*, and `govcat
+    /// eval` reports the two apart.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ordered: bool,
     pub values: Vec<ValueSpec>,
 }
 

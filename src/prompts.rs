@@ -55,13 +55,13 @@ impl PromptSpec {
 
 const DOMAIN_OF_TARGET: ArgumentSpec = ArgumentSpec {
     name: "domain",
-    description: "Domain of the table the column is added to, e.g. `analytics` (with table).",
+    description: "Domain of the table the column is added to, e.g. `analytics`; alone, a new table of that domain.",
     required: false,
     completable: true,
 };
 const TABLE_OF_TARGET: ArgumentSpec = ArgumentSpec {
     name: "table",
-    description: "Table the column is added to, e.g. `customer_360_global_extract` (with domain); its sibling columns and inherited tags decide residency.",
+    description: "Table the column is added to, e.g. `customer_360_global_extract` (needs domain); existing or new: its sibling columns and inherited tags decide residency.",
     required: false,
     completable: true,
 };
@@ -286,21 +286,16 @@ pub fn render(name: &str, arguments: &Map<String, Value>) -> Result<Rendered, Pr
     match spec.name {
         TAG_NEW_COLUMN => {
             let description = args.required("description")?;
+            // A table without its domain is ambiguous; a domain alone is a new, unnamed table
+            // of it (as suggest_tags reads it).
             let target = match (args.optional("domain")?, args.optional("table")?) {
-                (Some(domain), Some(table)) => Some((domain, table)),
+                (Some(domain), table) => Some((domain, table)),
                 (None, None) => None,
-                (Some(_), None) => {
-                    return Err(PromptError::MissingArgument {
-                        prompt: spec.name,
-                        argument: "table",
-                        reason: "domain and table name the target together",
-                    })
-                }
                 (None, Some(_)) => {
                     return Err(PromptError::MissingArgument {
                         prompt: spec.name,
                         argument: "domain",
-                        reason: "domain and table name the target together",
+                        reason: "a table is named within its domain",
                     })
                 }
             };
@@ -333,21 +328,32 @@ pub const ALTERNATIVES_ASK: &str = "Alternatives: pass the new column's name (as
 const ALTERNATIVES_PLACEHOLDER: [&str; 2] =
     ["<the new column's name>", "<two to four other phrasings>"];
 
-fn tag_new_column(description: &str, target: Option<(&str, &str)>) -> Rendered {
+fn tag_new_column(description: &str, target: Option<(&str, Option<&str>)>) -> Rendered {
     let search = call(
         "find_precedents",
         &json!({ "description": description, "alternatives": ALTERNATIVES_PLACEHOLDER }),
     );
     let (ask, suggest, live) = match target {
-        Some((domain, table)) => (
-            format!("I am adding a column to the table {domain}.{table}. The column: \"{description}\". Which LF-tags should it carry? Decide from the catalog, not from memory."),
+        Some((domain, Some(table))) => (
+            format!("I am adding a column to the table {domain}.{table} (it may be a table I am only now creating). The column: \"{description}\". Which LF-tags should it carry? Decide from the catalog, not from memory."),
             format!(
-                "2. {} - per key, the values of the precedents and of the sibling columns of {domain}.{table}, and the value a new column there inherits from the table or database. Where the siblings or the inherited value disagree with the precedents (residency of a replicated extract), the target table wins.",
+                "2. {} - per key, the values of the precedents and, when {domain}.{table} exists, of its sibling columns, and the value a new column there inherits from the table or database. If the table is not in the catalog yet, suggest_tags says so (target_exists false, and did_you_mean when an existing table has a close name): it is then a new table of {domain} with no siblings, and the tags the {domain} database sets are inherited. Where the siblings or the inherited value disagree with the precedents (residency of a replicated extract), the target table wins.",
                 call("suggest_tags", &json!({ "description": description, "alternatives": ALTERNATIVES_PLACEHOLDER, "domain": domain, "table": table }))
             ),
             format!(
-                "4. {} - a live read of the target table, because the first two calls answer from a snapshot that can be stale. If the live tags contradict a sibling or inherited value I used, the live read wins and I say so.",
+                "4. {} - a live read of the target table, because the first two calls answer from a snapshot that can be stale (skip it when suggest_tags answered target_exists false: a new table has nothing to read yet; read the dataset of each precedent I rely on instead). If the live tags contradict a sibling or inherited value I used, the live read wins and I say so.",
                 call("get_dataset", &json!({ "domain": domain, "table": table }))
+            ),
+        ),
+        Some((domain, None)) => (
+            format!("I am adding a column to a new table of the domain {domain}. The column: \"{description}\". Which LF-tags should it carry? Decide from the catalog, not from memory."),
+            format!(
+                "2. {} - per key, how the precedent columns are tagged, and the value a new table of {domain} inherits from its database (a new table has no sibling columns). Where the inherited value disagrees with the precedents, the inherited value wins.",
+                call("suggest_tags", &json!({ "description": description, "alternatives": ALTERNATIVES_PLACEHOLDER, "domain": domain }))
+            ),
+            format!(
+                "4. {} for the dataset of each precedent column I rely on (domain and table from its id) - a live read, because the first two calls answer from a snapshot that can be stale. A precedent whose live tags differ is reported, not used.",
+                call("get_dataset", &json!({ "domain": "<domain of the precedent>", "table": "<table of the precedent>" }))
             ),
         ),
         None => (
@@ -493,6 +499,19 @@ mod tests {
     }
 
     #[test]
+    fn tag_new_column_with_a_domain_alone_targets_a_new_table_of_it() {
+        let given = args(&[("description", "glass damage amount"), ("domain", "claims")]);
+        let text = text(&render(TAG_NEW_COLUMN, &given).unwrap());
+        assert!(text.contains(
+            r#"suggest_tags {"description":"glass damage amount","alternatives":["<the new column's name>","<two to four other phrasings>"],"domain":"claims"}"#
+        ));
+        assert!(text.contains("a new table of the domain claims"));
+        assert!(text.contains(
+            r#"get_dataset {"domain":"<domain of the precedent>","table":"<table of the precedent>"}"#
+        ));
+    }
+
+    #[test]
     fn a_missing_or_unknown_argument_is_an_error_naming_the_arguments() {
         let e = render(TAG_NEW_COLUMN, &Map::new()).unwrap_err();
         assert_eq!(
@@ -511,15 +530,15 @@ mod tests {
         assert_eq!(blank, e);
         let half = render(
             TAG_NEW_COLUMN,
-            &args(&[("description", "x"), ("domain", "analytics")]),
+            &args(&[("description", "x"), ("table", "glass_damage")]),
         )
         .unwrap_err();
         assert_eq!(
             half,
             PromptError::MissingArgument {
                 prompt: TAG_NEW_COLUMN,
-                argument: "table",
-                reason: "domain and table name the target together"
+                argument: "domain",
+                reason: "a table is named within its domain"
             }
         );
         let unknown = render(REVIEW_GRANT, &args(&[("column", "iban")])).unwrap_err();

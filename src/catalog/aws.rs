@@ -32,8 +32,8 @@ use serde_json::{json, Value};
 
 use super::boundary::{self, SchemaError};
 use super::{
-    AwsDomainIdentity, Caller, CatalogError, CatalogSource, Dataset, Domain, DomainInfo,
-    RoleGrants, SourceFreshness, SourceIdentity, TableName,
+    AwsDomainIdentity, Caller, CatalogError, CatalogSource, Dataset, Domain, DomainInfo, LevelTags,
+    RoleGrants, SourceFreshness, SourceIdentity, TableName, Tags,
 };
 use crate::ontology::Ontology;
 pub use config::{AwsConfig, DomainConfig};
@@ -810,6 +810,21 @@ impl CatalogSource for AwsSource {
     ) -> Result<Dataset, CatalogError> {
         let (caller, domain, table) = (caller.clone(), domain.clone(), table.clone());
         self.block(move |inner| async move { inner.get_dataset(&caller, &domain, &table).await })
+    }
+
+    fn database_tags(&self, caller: &Caller, domain: &Domain) -> Result<Tags, CatalogError> {
+        let (caller, domain) = (caller.clone(), domain.clone());
+        self.block(move |inner| async move {
+            let d = inner.domain(&domain)?.clone();
+            let s = inner.session(&caller, &d).await?;
+            let raw = inner.database_tags(&caller, &d, &s).await?;
+            let what = format!(
+                "aws {} GetResourceLFTags(database)",
+                super::database_of(&domain)
+            );
+            let pairs = boundary::parse_database_tags(raw, &what)?;
+            super::database_level_tags(&inner.ontology, &LevelTags::Read(pairs), &what)
+        })
     }
 
     /// Roles with grants in the accounts of the domains the caller may read.

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::boundary;
 use super::{
     Caller, CatalogError, CatalogSource, Dataset, Domain, DomainInfo, LevelTags, RoleGrants,
-    SourceFreshness, SourceIdentity, TableName,
+    SourceFreshness, SourceIdentity, TableName, Tags,
 };
 use crate::ontology::Ontology;
 
@@ -289,6 +289,13 @@ impl CatalogSource for DirSource {
             column_tags,
             &describe(&dir),
         )
+    }
+
+    fn database_tags(&self, _caller: &Caller, domain: &Domain) -> Result<Tags, CatalogError> {
+        self.check_domain(domain)?;
+        let level = DirSource::database_tags(self, domain)?;
+        let path = self.domain_dir(domain).join("database.lftags.json");
+        super::database_level_tags(&self.ontology, &level, &describe(&path))
     }
 
     fn list_roles(&self, _caller: &Caller) -> Result<Vec<String>, CatalogError> {

@@ -189,6 +189,31 @@ pub fn effective_tags(ontology: &Ontology, most_specific_first: &[(TagLevel, &Le
         .collect()
 }
 
+/// The effective tags of the database level alone (what a new table inherits), its values
+/// checked against the ontology like [`assemble`] checks them.
+pub fn database_level_tags(
+    ontology: &Ontology,
+    db_tags: &LevelTags,
+    what: &str,
+) -> Result<Tags, CatalogError> {
+    if let LevelTags::Read(pairs) = db_tags {
+        for p in pairs {
+            if ontology.key(&p.key).is_some() && !ontology.contains(&p.key, &p.value) {
+                return Err(CatalogError::TagOutsideOntology {
+                    what: what.to_string(),
+                    key: p.key.clone(),
+                    value: p.value.clone(),
+                    allowed: ontology
+                        .key(&p.key)
+                        .map(|k| k.values.iter().map(|v| v.value.0.clone()).collect())
+                        .unwrap_or_default(),
+                });
+            }
+        }
+    }
+    Ok(effective_tags(ontology, &[(TagLevel::Database, db_tags)]))
+}
+
 /// Who is asking, and which domains they may read. Resolved once per request by the transport
 /// (auth); sources use the subject to name upstream sessions (aws), never a credential.
 #[derive(Debug, Clone, PartialEq)]
@@ -561,6 +586,10 @@ pub trait CatalogSource: Send + Sync {
         domain: &Domain,
         table: &TableName,
     ) -> Result<Dataset, CatalogError>;
+    /// The tags a new table of `domain` would inherit: its database's tags, four-state, each
+    /// present one `assigned_at: database` (Lake Formation applies a database's tags to a table
+    /// created in it). Read now, like [`CatalogSource::get_dataset`].
+    fn database_tags(&self, caller: &Caller, domain: &Domain) -> Result<Tags, CatalogError>;
     /// The known roles, ordered.
     fn list_roles(&self, caller: &Caller) -> Result<Vec<String>, CatalogError>;
     fn role_grants(&self, caller: &Caller, role: &str) -> Result<RoleGrants, CatalogError>;

@@ -8,6 +8,7 @@
 //! Evaluation only reads the snapshot and the ontology; it never writes outside `--report`.
 
 pub mod baseline;
+pub mod calls;
 pub mod queries;
 pub mod report;
 pub mod tags;

@@ -1229,6 +1229,11 @@ pub fn run_mcp_stdio(options: &Options, args: &StdioArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(options, &e),
     };
+    if scopes.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        tracing::warn!(
+            "{SCOPES_ENV} is set but empty: this stdio caller may read no domain (list_domains lists none, find_precedents refuses columns); unset {SCOPES_ENV} to read every domain, or list scopes such as catalog:policy:read"
+        );
+    }
     let audit = match open_audit(args.audit_log.as_deref(), AuditSink::stderr) {
         Ok(a) => a,
         Err(e) => return fail(options, &e),

@@ -11,13 +11,14 @@ use super::{CacheScope, Caller, Context, ToolError};
 use crate::catalog::boundary::Clause;
 use crate::catalog::{Column, Domain, FieldState, TableName, TagState};
 
-pub const DESCRIPTION: &str = "Evaluate a role's Lake Formation LF-tag grant expressions in the \
-dataset's domain catalog against every column's effective tags. A column is reached when every \
-clause of one grant holds (AND across keys, OR within a key's values). Returns `reaches` (at least \
-one column reached), the reached columns, the denied columns with each grant's failing clause and \
-the tag found, and `undetermined` columns whose tags are withheld or not collected. Columns are in \
-dataset order. The role, domain and table names match exactly; an unknown role or dataset is an \
-error that lists the known names. Never lists which users hold a role.";
+pub const DESCRIPTION: &str = "Call this when someone asks whether a role can read a dataset or which of its columns a role's \
+grant reaches. Pass role, domain and table exactly as the catalog names them. Evaluates the \
+role's Lake Formation LF-tag grant expressions in the dataset's domain catalog against every \
+column's effective tags: a column is reached when every clause of one grant holds (AND across \
+keys, OR within a key's values). Returns reaches (at least one column reached), the reached \
+columns, the denied columns with each grant's failing clause and the tag found, and \
+undetermined columns whose tags are withheld or not collected, in dataset order. An unknown \
+role or dataset is an error that lists the known names. Never lists which users hold a role.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

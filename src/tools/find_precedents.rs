@@ -14,37 +14,44 @@ use crate::limits::{
     DEFAULT_LIMIT, MAX_ALTERNATIVES, MAX_ALTERNATIVE_CHARS, MAX_DESCRIPTION_CHARS, MAX_DOMAINS,
     MAX_LIMIT,
 };
+use crate::precedent::EntryEvidence;
 use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 
 pub const DESCRIPTION: &str =
-    "Find existing catalog columns and tag-ontology values whose description matches yours (e.g. \
-\"contains an EU IBAN\"), to see how comparable columns are already classified. Searches only \
-the snapshot's closed set: every entry is a real column (id column:<domain>.<table>.<column>) \
-or ontology value (id ontology:<key>=<value>). Matching: whole words after English stemming, \
-lower-casing and accent folding (identifiers are split at _ and camelCase); German words and \
-abbreviations (cust, dob, nr) also match through their English terms, and a run-together word \
-the catalog lacks (seriesnumber) through its parts (all echoed in request.glossary_terms); \
-word* matches words starting with word; \"quoted words\" match as a phrase. Semantic matches \
-come from an embedding model and must reach min_similarity; each entry says match_type lexical, \
-semantic or both. A column named as a key (last word id, key, no or nr, e.g. customer_no) ranks \
-lower unless your description asks for an identifier (id, number, key, Nummer, who...), so keys \
-of the thing you name do not crowd out the attribute you ask for. Pass alternatives when you \
-know other ways such a column is named or described: likely column names of such a column \
-elsewhere, in snake_case (payee_iban); the standard term; English words for a German \
-description; at most 8. Each phrasing is searched once, exactly as given, like the description, \
-and all lists are fused into one; each entry's matched_by names the phrasings that found it and \
-its rank in each. Omitted domains means every domain you may read (echoed in request.domains); \
-omitted kinds means both column and ontology_value. Order: score desc, id asc (sort_key). limit \
-1-50 (default 10); pass next_cursor to get the next page of the same search. Before acting on a \
-tag, read the dataset live with get_dataset and validate with resolve_lf_tag. When nothing \
-matches, the result says so (match_type none) with a hint and suggestions derived from your \
-words that were not searched.";
+    "Call this first when someone asks which existing columns hold some kind of data or how such \
+columns are classified, and before you propose tags for a new column. Pass description: what \
+the column holds, in any language (English matches best; German words also match through a \
+glossary). Describe what is in the column: negation is not understood, so \"IBAN, not stored in \
+clear\" matches clear IBANs; say \"hashed IBAN\" instead. Pass alternatives (up to 8, 3-5 is \
+typical): the names such a column usually has, in snake_case (payee_iban, iban), the standard \
+term, English words for a German description. Specific phrasings beat broad ones: every \
+phrasing is searched and the lists are fused, so a broad one (customer data, bank info) pulls \
+unrelated columns in. Returns entries, best first (sort_key score desc, id asc): catalog \
+columns (id column:<domain>.<table>.<column>, with their tags as of the snapshot) or ontology \
+values (id ontology:<key>=<value>). precedent_confidence (0-1) on each entry is how often an \
+entry with this evidence was a direct precedent (the same kind of data) on labelled catalogs: \
+when no entry reaches 0.5, tell the user the catalog holds no column of this kind and that the \
+entries are only the nearest ones; do not copy their tags. match_type says how it was found \
+(lexical: your words; semantic: an embedding neighbour with similarity >= min_similarity; \
+both), matched_by which phrasings found it. Matching: whole words after stemming, lower-casing \
+and accent folding; identifiers split at _ and camelCase; abbreviations (cust, dob, nr) and \
+run-together words also match through their parts (echoed in request.glossary_terms); word* is \
+a prefix, \"quoted words\" a phrase. Key columns (name ending in id, key, no or nr, e.g. \
+customer_no) rank lower unless the phrasing asks for an identifier; each phrasing is checked on \
+its own and asks when it has one of the words id, ids, no, nr, number, numbers, key, keys, \
+nummer, kennung, who, whom, whose, wer, wem, or a word ending in nummer or nr or starting with \
+identif. Options: domains (omitted: every domain you may read, echoed in request.domains), \
+kinds (column, ontology_value; omitted: both), limit 1-50 (default 10), cursor (next_cursor of \
+the previous page of the same search). Next: call suggest_tags with the same description and \
+alternatives to get a tag proposal; read a precedent's dataset live with get_dataset before \
+relying on its tags. When nothing matches, match_type is none with a hint and suggestions made \
+from your words (not searched): pass them as alternatives to try again.";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str = "Other phrasings of what the column holds, each searched exactly as given, like the description: \
-likely column names of such a column elsewhere, in snake_case; the standard term; English words \
-for a German description. At most 8, each 1-200 characters, no duplicates of each other or of \
-the description; omitted or [] means the description alone.";
+the names such a column usually has, in snake_case (payee_iban); the standard term; English \
+words for a German description. Specific beats broad. At most 8, each 1-200 characters, no \
+repeat of another or of the description; omitted or [] means the description alone.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -107,6 +114,10 @@ pub struct Entry {
     /// The phrasings that found this entry, in input order (description first), each with the
     /// entry's rank in that phrasing's own hybrid (or bm25/dense) list.
     pub matched_by: Vec<MatchedBy>,
+    /// How often an entry with this evidence was a direct precedent (the same kind of data)
+    /// on labelled catalogs, 0-1 (`precedent` module). When no entry reaches 0.5, the catalog
+    /// holds no column of this kind: these are the nearest entries, not precedents.
+    pub precedent_confidence: f64,
 }
 
 /// One phrasing that found an entry, and the entry's rank (1-based) in that phrasing's own list.
@@ -265,7 +276,47 @@ fn entry(snapshot: &Snapshot, phrasings: &[&str], hit: &Hit) -> Entry {
                 rank: m.rank,
             })
             .collect(),
+        precedent_confidence: 0.0,
     }
+}
+
+/// The evidence of each hit of a page (`rank` from `offset`): the description's and every
+/// phrasing's cosine similarity to it, computed from the phrasings' query embeddings (the
+/// search's own, answered by the query cache) and the snapshot's vectors.
+fn page_evidence(
+    snapshot: &Snapshot,
+    embedder: &dyn crate::embed::Embedder,
+    phrasings: &[&str],
+    hits: &[&Hit],
+    offset: usize,
+) -> Result<Vec<EntryEvidence>, ToolError> {
+    let texts: Vec<String> = phrasings
+        .iter()
+        .map(|p| retrieval::dense_query_text(p, &snapshot.expand_query(p)))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = embedder
+        .embed_queries(&refs)
+        .map_err(|e| ToolError::new("EmbedderUnavailable", format!("{e}; retry")))?;
+    Ok(hits
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let row = snapshot.dense.vectors.row(h.ord as usize);
+            let sims: Vec<f64> = vectors
+                .iter()
+                .map(|v| f64::from(crate::index::dense::dot(v, row)))
+                .collect();
+            EntryEvidence {
+                description_similarity: sims[0],
+                best_similarity: sims.iter().copied().fold(f64::MIN, f64::max),
+                phrasings_share: h.matched_by.len() as f64 / phrasings.len() as f64,
+                description_lexical: h.bm25_rank.is_some()
+                    && h.matched_by.first().is_some_and(|m| m.phrasing == 0),
+                rank: offset + i + 1,
+            }
+        })
+        .collect())
 }
 
 /// Refuses an argument over its bound in [`crate::limits`] — before any snapshot or model is
@@ -382,6 +433,17 @@ pub fn run_excluding(
     input: Input,
     exclude: &dyn Fn(&crate::index::documents::Document) -> bool,
 ) -> Result<Output, ToolError> {
+    run_with_evidence(ctx, caller, input, exclude).map(|(out, _)| out)
+}
+
+/// [`run_excluding`], also returning each entry's evidence (what `precedent_confidence` is
+/// computed from): `govcat eval precedents` writes it out for the fit.
+pub fn run_with_evidence(
+    ctx: &Context,
+    caller: &Caller,
+    input: Input,
+    exclude: &dyn Fn(&crate::index::documents::Document) -> bool,
+) -> Result<(Output, Vec<EntryEvidence>), ToolError> {
     check_limits(&input)?;
     let alternatives = check_alternatives(&input.description, input.alternatives.as_deref())?;
     let (snapshot, embedder) = ctx.retrieval_parts()?;
@@ -466,11 +528,15 @@ pub fn run_excluding(
     let mut hits = searched.hits;
     hits.retain(|h| !exclude(snapshot.doc(h.ord)));
     let total = hits.len();
-    let page: Vec<Entry> = hits
+    let page_hits: Vec<&Hit> = hits.iter().skip(offset).take(limit).collect();
+    let evidence = page_evidence(&snapshot, embedder.as_ref(), &phrasings, &page_hits, offset)?;
+    let page: Vec<Entry> = page_hits
         .iter()
-        .skip(offset)
-        .take(limit)
-        .map(|h| entry(&snapshot, &phrasings, h))
+        .zip(&evidence)
+        .map(|(h, e)| Entry {
+            precedent_confidence: e.confidence(),
+            ..entry(&snapshot, &phrasings, h)
+        })
         .collect();
     // Saturating: the offset comes from the caller's cursor and may be anything (a cursor near
     // `usize::MAX` overflowed here; found by tests/properties.rs).
@@ -532,7 +598,7 @@ pub fn run_excluding(
             )
         )
     });
-    Ok(Output {
+    let out = Output {
         match_type: empty.then(|| "none".to_string()),
         suggestions: empty.then(|| retrieval::suggestions_for(&phrasings)),
         hint,
@@ -548,5 +614,6 @@ pub fn run_excluding(
         },
         ttl_ms: ctx.snapshot_ttl_ms(&snapshot),
         cache_scope: CacheScope::Private,
-    })
+    };
+    Ok((out, evidence))
 }

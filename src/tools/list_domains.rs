@@ -7,11 +7,13 @@ use serde::{Deserialize, Serialize};
 use super::{CacheScope, Caller, Context, ToolError};
 use crate::catalog::{read_domain, Domain, Unreadable};
 
-pub const DESCRIPTION: &str = "List the catalog's domains that you may read, with owner, description, \
-account id and dataset/column counts. Exact read of the catalog source, ordered by name (sort_key \
-\"name asc\"). Counts exclude tables that could not be read; such an entry carries `counts_excluded` \
-with the number and the reason. Domains outside your scopes are not listed; ask for \
-catalog:<domain>:read to see one.";
+pub const DESCRIPTION: &str =
+    "Call this to learn which domains exist (the names to pass as domain or domains to the other \
+tools) and who owns them. No arguments. Returns the domains you may read, ordered by name \
+(sort_key name asc), each with owner, description, account id and dataset and column counts. \
+Counts exclude tables that could not be read; such an entry carries counts_excluded with the \
+number and the reason. A domain outside your scopes is not listed (catalog:<domain>:read grants \
+it); when your scopes grant none, entries is empty and note says so.";
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +43,10 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Output {
     pub entries: Vec<Entry>,
+    /// Only when `entries` is empty because your scopes grant none of the catalog's domains:
+    /// says so, with the scopes that would (an empty list here is never an empty catalog).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     pub sort_key: String,
     #[serde(rename = "ttlMs")]
     pub ttl_ms: u64,
@@ -50,8 +56,10 @@ pub struct Output {
 
 pub fn run(ctx: &Context, caller: &Caller, _input: Input) -> Result<Output, ToolError> {
     let mut entries = Vec::new();
+    let mut hidden = Vec::new();
     for d in ctx.source.list_domains(caller)? {
         if !caller.may_read(&d.name) {
+            hidden.push(Caller::scope_for(&d.name));
             continue;
         }
         let (datasets, unreadable) = read_domain(ctx.source.as_ref(), caller, &d.name)?;
@@ -69,8 +77,18 @@ pub fn run(ctx: &Context, caller: &Caller, _input: Input) -> Result<Output, Tool
         });
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
+    let note = (entries.is_empty() && !hidden.is_empty()).then(|| {
+        format!(
+            "the catalog has {} domains and your scopes grant none of them, so none is listed; \
+             any of the scopes {} grants one (over stdio: unset GOVCAT_SCOPES to read every \
+             domain, or list the scopes in it; over HTTP: ask your administrator for a token with them)",
+            hidden.len(),
+            hidden.join(" ")
+        )
+    });
     Ok(Output {
         entries,
+        note,
         sort_key: "name asc".into(),
         ttl_ms: ctx.source_ttl_ms(),
         cache_scope: CacheScope::Private,

@@ -9,12 +9,15 @@ use serde::{Deserialize, Serialize};
 use super::{CacheScope, Context, InputRequired, ToolError};
 use crate::ontology::Resolution;
 
-pub const DESCRIPTION: &str = "Validate a tag set against the governance ontology (5 keys, 21 \
-values; resource govcat://ontology/lf-tags) with the same resolve() the pipelines use. Keys and \
-values match exactly (lower case, no trimming of meaning). A complete valid set returns it with \
-the ontology version. An unknown key or value is an error listing the allowed keys or values. A \
-set that lacks keys asks for each missing key with its allowed values (input_required); answer \
-with the full set.";
+pub const DESCRIPTION: &str =
+    "Call this last, with the full tag set you and the user chose, to check it against the \
+governance ontology (5 keys, 21 values; resource govcat://ontology/lf-tags) with the same \
+resolve() the pipelines use. Pass tags: {key: value} for every key (sensitivity, residency, \
+subject_type, retention, lawful_basis), lower case, exactly as the ontology spells them. A \
+complete valid set comes back with the ontology version. An unknown key or value is an error \
+listing the allowed keys or values: pick one of them. A set that lacks keys asks for each \
+missing key with its allowed values (input_required): ask the user and call again with the full \
+set.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

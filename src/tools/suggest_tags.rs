@@ -11,24 +11,32 @@ use serde::{Deserialize, Serialize};
 use super::find_precedents::{self, RequestEcho};
 use super::{CacheScope, Caller, Context, ToolError};
 use crate::calibration::Evidence;
-use crate::catalog::{Domain, FieldState, TableName, TagLevel, Tags};
+use crate::catalog::{CatalogError, Dataset, Domain, FieldState, TableName, TagLevel, Tags};
 use crate::index::documents::Kind;
 use crate::ontology::Resolution;
 
-pub const DESCRIPTION: &str = "Suggest LF-tags for a new column from precedent: runs \
-find_precedents over columns for your description (and your alternatives, each searched as \
-given, as find_precedents does) and counts, per ontology key, how the matched \
-columns are tagged (values with the column ids that carry them and their share). With domain and \
-table, also reads that dataset live and counts its sibling columns' tags, and names the value a \
-new column there would inherit (table or database tag). Only ontology values appear. Shares \
-exclude withheld, not-collected and untagged columns and say how many were excluded. The proposal \
-(inherited value, else the value with the largest precedent_weight: each precedent weighs its \
-find_precedents score squared, so the best matches decide) is checked with resolve_lf_tag; a key without a \
-proposal says why in proposal.abstained. proposal.confidence gives, per proposed key, how often \
-proposals with this evidence were right on this catalog (measured when the snapshot was built, \
-by hiding each tagged column and suggesting its tags): state it to the user, and ask them about \
-every key below 0.9 instead of tagging it yourself. Pass min_confidence (e.g. 0.9) to move keys \
-below it to proposal.abstained. You decide — validate with get_dataset before tagging.";
+pub const DESCRIPTION: &str = "Call this when someone adds a column (to an existing table or to one they are creating) or asks \
+which tags a column should get. Pass the description and alternatives you passed to \
+find_precedents. Pass domain and table of the table the column goes into when you know them: an \
+existing table adds its columns' tags (siblings) and its inherited tags; a table not in the \
+catalog yet is fine: it is treated as a new table of its domain (target_exists false, \
+target_note says so, did_you_mean names existing tables with a close name), with no siblings \
+and the tags its domain's database sets proposed as inherited (assigned_at database). domain \
+alone means a new, unnamed table of that domain; table needs domain; leave both out to count \
+precedents only. Returns, per ontology key, candidates (values with the precedent column ids \
+carrying them, their share and precedent_weight: each precedent weighs its find_precedents \
+score squared) and what was excluded (withheld, not collected, untagged), and a proposal: per \
+key an ontology value (basis inherited, or precedent_majority: the largest precedent_weight), \
+checked with resolve_lf_tag. proposal.confidence per key is how often proposals with this \
+evidence were right on this catalog (measured when the snapshot was built, by hiding each \
+tagged column and suggesting its tags from phrasings like yours). A key in proposal.unmeasured \
+has confidence 0 because nothing that far from its precedents was checked: unknown, not \
+measured as a miss. A key in proposal.abstained has no proposal, with the reason and the next step \
+(also when the best precedents' tags are withheld from you: they are named with the access that \
+would show them). Next: tell the user each value with its confidence and its precedent ids, and \
+ask them to decide every key below 0.9 (or pass min_confidence 0.9 to move those keys to \
+abstained); validate the chosen set with resolve_lf_tag; read an existing target or a \
+precedent's dataset live with get_dataset before tagging. The decision stays with the user.";
 
 /// What the schema says of `min_confidence`.
 pub const MIN_CONFIDENCE_DESCRIPTION: &str = "Optional, 0 to 1: a key whose confidence (the \
@@ -63,13 +71,24 @@ pub struct Input {
     #[serde(default)]
     #[schemars(description = MIN_CONFIDENCE_DESCRIPTION, range(min = 0.0, max = 1.0))]
     pub min_confidence: Option<f64>,
-    /// Target dataset's domain (with table).
+    /// The domain the new column goes into (see [`DOMAIN_DESCRIPTION`]).
     #[serde(default)]
+    #[schemars(description = DOMAIN_DESCRIPTION)]
     pub domain: Option<Domain>,
-    /// Target dataset's table (with domain).
+    /// The table the new column goes into (see [`TABLE_DESCRIPTION`]).
     #[serde(default)]
+    #[schemars(description = TABLE_DESCRIPTION)]
     pub table: Option<TableName>,
 }
+
+/// What the schema says of `domain`.
+pub const DOMAIN_DESCRIPTION: &str = "Optional: the domain of the table the new column goes \
+into. Alone, it means a new table of that domain (not named yet): its database's tags are \
+proposed as inherited. Must be a domain of list_domains.";
+/// What the schema says of `table`.
+pub const TABLE_DESCRIPTION: &str = "Optional, needs domain: the table the new column goes \
+into. An existing table adds its columns' tags (siblings) and its inherited tags; a table that \
+is not in the catalog yet is fine: it is treated as a new table of the domain (target_exists false).";
 
 /// Columns supporting one value, and their share among the columns counted for the key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -133,6 +152,11 @@ pub struct Proposal {
     /// `abstained`): the share of proposals with the same evidence that were right on this
     /// catalog, 0–1. Empty when the snapshot carries no calibration (see `calibration`).
     pub confidence: BTreeMap<String, f64>,
+    /// Per key whose confidence is 0 because nothing this far from its precedents was checked
+    /// on this catalog (its best precedent is less similar than the calibration's support
+    /// floor): 0 there means "not measured", not "measured as a miss". Decide such a key with the
+    /// user.
+    pub unmeasured: BTreeMap<String, String>,
     /// What the confidences were measured on; `null` for a snapshot built without
     /// calibration (rebuild it with `govcat index`).
     pub calibration: Option<CalibrationInfo>,
@@ -161,7 +185,19 @@ pub struct Output {
     pub suggestions: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// `domain.table` (or `domain` alone for an unnamed new table) of the target; `null` without.
     pub target: Option<String>,
+    /// `true`: the target table exists (its siblings were read live); `false`: it is not in the
+    /// catalog and was treated as a new table of its domain (no siblings; the database's tags
+    /// inherited); `null` without a target.
+    pub target_exists: Option<bool>,
+    /// In words, how the target was treated (new table, "did you mean …?"); `null` without a
+    /// target or for an existing table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_note: Option<String>,
+    /// Existing tables of the domain whose name is close to a target table the catalog lacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub did_you_mean: Option<Vec<String>>,
     pub decision: String,
     pub request: RequestEcho,
     #[serde(rename = "ttlMs")]
@@ -178,6 +214,8 @@ struct Tally {
     /// Per value, the best similarity and the best score among the columns carrying it.
     best: BTreeMap<String, (f64, f64)>,
     excluded: Excluded,
+    /// The precedents whose value of the key is withheld from the caller, with their weight.
+    withheld: Vec<(String, f64)>,
 }
 
 /// One column's part in a tally: its id, tags, vote weight and how well it matched.
@@ -205,7 +243,10 @@ impl Tally {
                 }
                 _ => self.excluded.outside_ontology += 1,
             },
-            Some(t) if t.state == FieldState::Withheld => self.excluded.withheld += 1,
+            Some(t) if t.state == FieldState::Withheld => {
+                self.excluded.withheld += 1;
+                self.withheld.push((vote.column.to_string(), vote.weight));
+            }
             Some(t) if t.state == FieldState::NotCollected => self.excluded.not_collected += 1,
             _ => self.excluded.empty_in_source += 1,
         }
@@ -223,6 +264,14 @@ impl Tally {
     /// `value`'s share of the match weight, rounded to 3 places.
     fn weight_share(&self, value: &str) -> f64 {
         (self.raw_share(value) * 1000.0).round() / 1000.0
+    }
+
+    /// Whether the precedents withheld from the caller weigh at least as much as `value`'s:
+    /// had they carried another value, it would have won. Withheld evidence is not absent
+    /// evidence (FIDELITY rule 12): the key then abstains rather than rest on the leftovers.
+    fn outweighed_by_withheld(&self, value: &str) -> bool {
+        let hidden: f64 = self.withheld.iter().map(|(_, w)| w).sum();
+        hidden > 0.0 && hidden >= self.weights.get(value).copied().unwrap_or(0.0)
     }
 
     fn counted(&self) -> usize {
@@ -303,17 +352,8 @@ pub fn run_with_evidence(
             why: "to measure each key's confidence on this catalog".into(),
         }));
     }
-    let target = match (&input.domain, &input.table) {
-        (Some(d), Some(t)) => Some((d.clone(), t.clone())),
-        (None, None) => None,
-        _ => {
-            return Err(ToolError::new(
-                "InvalidArguments",
-                "domain and table go together: name both to include the target dataset's siblings, or neither",
-            ))
-        }
-    };
-    let found = find_precedents::run_excluding(
+    let target = resolve_target(ctx, caller, input.domain.as_ref(), input.table.as_ref())?;
+    let (found, found_evidence) = find_precedents::run_with_evidence(
         ctx,
         caller,
         find_precedents::Input {
@@ -328,11 +368,8 @@ pub fn run_with_evidence(
         exclude,
     )?;
     let dataset = match &target {
-        Some((d, t)) => {
-            ctx.require_domain(caller, d)?;
-            Some(ctx.source.get_dataset(caller, d, t)?)
-        }
-        None => None,
+        Target::Existing(ds) => Some(ds),
+        _ => None,
     };
     let mut keys = Vec::new();
     let mut proposal = BTreeMap::new();
@@ -340,22 +377,26 @@ pub fn run_with_evidence(
     let mut abstained = BTreeMap::new();
     let mut confidence = BTreeMap::new();
     let mut evidence = BTreeMap::new();
+    let mut unmeasured = BTreeMap::new();
     for spec in &ctx.ontology.keys {
         let key = spec.key.0.as_str();
         let mut precedents = Tally::default();
-        for e in &found.entries {
+        for (e, found_by) in found.entries.iter().zip(&found_evidence) {
             if let Some(tags) = &e.lf_tags {
+                // The description's own similarity, not the best of any phrasing: an
+                // alternative that matches an unrelated column's name word must not lift
+                // the evidence (the support floor holds with alternatives).
                 let vote = Vote {
                     column: &e.id,
                     tags,
                     weight: e.score.max(0.0).powi(PRECEDENT_WEIGHT_EXPONENT),
-                    similarity: e.similarity.map_or(0.0, f64::from),
+                    similarity: found_by.description_similarity.max(0.0),
                     score: e.score,
                 };
                 precedents.add(ctx, key, vote);
             }
         }
-        let siblings = dataset.as_ref().map(|ds| {
+        let siblings = dataset.map(|ds| {
             let mut t = Tally::default();
             for c in &ds.columns {
                 let id = format!(
@@ -373,10 +414,13 @@ pub fn run_with_evidence(
             }
             t
         });
-        let inherited = dataset.as_ref().and_then(|ds| {
-            ds.contract
-                .table_tags
-                .get(key)
+        let target_tags = match &target {
+            Target::Existing(ds) => Some(&ds.contract.table_tags),
+            Target::New { inherited, .. } => Some(inherited),
+            Target::None => None,
+        };
+        let inherited = target_tags.and_then(|tags| {
+            tags.get(key)
                 .and_then(|t| match (t.value(), t.assigned_at) {
                     (Some(v), Some(level)) if ctx.ontology.contains(key, v) => Some(Inherited {
                         value: v.to_string(),
@@ -429,11 +473,23 @@ pub fn run_with_evidence(
                 // Not measured on this catalog (no inherited value anywhere): no confidence.
                 confidence.insert(key.to_string(), round3(map.inherited(key).unwrap_or(0.0)));
             }
+        } else if let Some(top) = top.filter(|t| precedents.outweighed_by_withheld(&t.value)) {
+            abstained.insert(
+                key.to_string(),
+                withheld_abstention(key, &top.value, &precedents.withheld),
+            );
         } else if let Some(top) = top {
             proposal.insert(key.to_string(), top.value.clone());
             basis.insert(key.to_string(), "precedent_majority".to_string());
             if let Some(map) = &calibration {
-                confidence.insert(key.to_string(), round3(map.confidence(key, &evidence[key])));
+                let e = &evidence[key];
+                confidence.insert(key.to_string(), round3(map.confidence(key, e)));
+                if map.outside_support(e) {
+                    unmeasured.insert(
+                        key.to_string(),
+                        outside_support(e.similarity, map.similarity_floor),
+                    );
+                }
             }
         } else {
             abstained.insert(
@@ -487,18 +543,187 @@ pub fn run_with_evidence(
             missing_keys,
             abstained,
             confidence,
+            unmeasured,
             calibration,
         },
         precedents: found.entries.iter().map(|e| e.id.clone()).collect(),
         suggestions: found.suggestions,
         hint: found.hint,
-        target: target.map(|(d, t)| format!("{d}.{t}")),
+        target: target.name(),
+        target_exists: target.exists(),
+        target_note: target.note(),
+        did_you_mean: match &target {
+            Target::New { similar, .. } if !similar.is_empty() => Some(similar.clone()),
+            _ => None,
+        },
         decision: "yours: these are counts of existing tags, not a classification; read the target live with get_dataset and validate your choice with resolve_lf_tag".into(),
         request: found.request,
         ttl_ms: found.ttl_ms.min(ctx.source_ttl_ms()),
         cache_scope: CacheScope::Private,
     };
     Ok((out, evidence))
+}
+
+/// Where the new column goes, as resolved from `domain` and `table`.
+enum Target {
+    /// No target named.
+    None,
+    /// An existing table, read live.
+    Existing(Dataset),
+    /// A table not in the catalog (or none named): a new table of `domain`, which inherits its
+    /// database's tags; `similar` are existing tables with a close name.
+    New {
+        domain: Domain,
+        table: Option<TableName>,
+        inherited: Tags,
+        similar: Vec<String>,
+    },
+}
+
+impl Target {
+    fn name(&self) -> Option<String> {
+        match self {
+            Target::None => None,
+            Target::Existing(ds) => Some(format!("{}.{}", ds.metadata.domain, ds.metadata.name)),
+            Target::New {
+                domain,
+                table: Some(t),
+                ..
+            } => Some(format!("{domain}.{t}")),
+            Target::New { domain, .. } => Some(domain.0.clone()),
+        }
+    }
+
+    fn exists(&self) -> Option<bool> {
+        match self {
+            Target::None => None,
+            Target::Existing(_) => Some(true),
+            Target::New { .. } => Some(false),
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        let Target::New {
+            domain,
+            table,
+            inherited,
+            similar,
+        } = self
+        else {
+            return None;
+        };
+        let what = match table {
+            Some(t) => format!("table {domain}.{t} is not in the catalog: treated as a new table of domain {domain}"),
+            None => format!("no table named: treated as a new table of domain {domain}"),
+        };
+        let mut keys: Vec<String> = inherited
+            .iter()
+            .filter(|(_, t)| t.state == FieldState::Present)
+            .filter_map(|(k, t)| t.value().map(|v| format!("{k}={v}")))
+            .collect();
+        keys.sort();
+        let inherits = if keys.is_empty() {
+            format!(
+                "the {} database sets no tag it would inherit",
+                crate::catalog::database_of(domain)
+            )
+        } else {
+            format!(
+                "it inherits the {} database's tags ({})",
+                crate::catalog::database_of(domain),
+                keys.join(", ")
+            )
+        };
+        let mean = if similar.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; did you mean {}? If so, call suggest_tags again with that table to count its columns' tags",
+                similar
+                    .iter()
+                    .map(|t| format!("{domain}.{t}"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )
+        };
+        Some(format!("{what} (no sibling columns; {inherits}){mean}"))
+    }
+}
+
+/// Existing table names close to `wanted` (normalised Damerau–Levenshtein ≥ 0.75, or one name
+/// containing the other), closest first, at most 3.
+fn similar_tables(wanted: &str, tables: &[String]) -> Vec<String> {
+    let wanted = wanted.to_lowercase();
+    let mut close: Vec<(f64, &String)> = tables
+        .iter()
+        .filter_map(|t| {
+            let lower = t.to_lowercase();
+            let sim = strsim::normalized_damerau_levenshtein(&wanted, &lower);
+            let contains = lower.len() >= 4
+                && wanted.len() >= 4
+                && (lower.contains(&wanted) || wanted.contains(&lower));
+            (sim >= 0.75 || contains).then_some((sim, t))
+        })
+        .collect();
+    close.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    close.into_iter().take(3).map(|(_, t)| t.clone()).collect()
+}
+
+/// Resolves `domain` and `table`: an existing table is read live; a table the domain does
+/// not have (or no table) is a new table of it; an unknown domain is an error listing the
+/// domains the caller may read.
+fn resolve_target(
+    ctx: &Context,
+    caller: &Caller,
+    domain: Option<&Domain>,
+    table: Option<&TableName>,
+) -> Result<Target, ToolError> {
+    let domain = match (domain, table) {
+        (None, None) => return Ok(Target::None),
+        (None, Some(t)) => return Err(ToolError::new(
+            "InvalidArguments",
+            format!(
+                "table \"{t}\" needs its domain: pass domain as well (list_domains names them), \
+                     or leave both out to count precedents only"
+            ),
+        )
+        .with("argument", "domain")),
+        (Some(d), _) => d,
+    };
+    ctx.require_domain(caller, domain)?;
+    let domains: Vec<String> = ctx
+        .source
+        .list_domains(caller)?
+        .into_iter()
+        .map(|d| d.name.0)
+        .filter(|d| caller.may_read(&Domain(d.clone())))
+        .collect();
+    if !domains.contains(&domain.0) {
+        return Err(ToolError::new(
+            "DomainNotFound",
+            format!(
+                "domain '{domain}' is not in this catalog; the domains you may read: {}; pass one \
+                 of them as domain (a new table needs an existing domain)",
+                domains.join(", ")
+            ),
+        )
+        .with("domain", &domain.0)
+        .with("domains", &domains));
+    }
+    let similar = match table {
+        None => Vec::new(),
+        Some(t) => match ctx.source.get_dataset(caller, domain, t) {
+            Ok(ds) => return Ok(Target::Existing(ds)),
+            Err(CatalogError::DatasetNotFound { tables, .. }) => similar_tables(&t.0, &tables),
+            Err(e) => return Err(e.into()),
+        },
+    };
+    Ok(Target::New {
+        domain: domain.clone(),
+        table: table.cloned(),
+        inherited: ctx.source.database_tags(caller, domain)?,
+        similar,
+    })
 }
 
 fn round3(x: f64) -> f64 {
@@ -538,6 +763,43 @@ fn below_threshold(
     format!(
         "confidence {c:.2} is below min_confidence {min:.2}: decide {key} yourself (ask the \
          user) and check it with resolve_lf_tag; {evidence}"
+    )
+}
+
+/// What a confidence of 0 below the support floor means.
+fn outside_support(similarity: f64, floor: f64) -> String {
+    format!(
+        "not measured: the best precedent's similarity {similarity:.2} is below {floor:.2}, and no \
+         proposal this far from its precedents was checked on this catalog, so confidence 0 \
+         means unknown, not a measured miss; the precedents may well be another kind of data: \
+         decide this key with the user"
+    )
+}
+
+/// Why `key` abstains when the precedents withheld from the caller outweigh `value`'s, naming
+/// them and the access that would show their tags.
+fn withheld_abstention(key: &str, value: &str, withheld: &[(String, f64)]) -> String {
+    let mut ids: Vec<&str> = withheld.iter().map(|(id, _)| id.as_str()).collect();
+    let more = ids.len().saturating_sub(5);
+    ids.truncate(5);
+    let mut domains: Vec<&str> = withheld
+        .iter()
+        .filter_map(|(id, _)| id.strip_prefix("column:")?.split('.').next())
+        .collect();
+    domains.sort();
+    domains.dedup();
+    format!(
+        "the best-matching precedents have their {key} withheld from you ({}{}): they weigh more \
+         than the precedents behind {value}, so {value} would rest on leftovers; ask the owner of \
+         domain {} for read access to these columns' LF-tags (Lake Formation DESCRIBE on the tag \
+         {key}), then ask again, or decide {key} yourself and check it with resolve_lf_tag",
+        ids.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        },
+        domains.join(", ")
     )
 }
 
