@@ -14,6 +14,7 @@ as the constants to paste into src/precedent.rs. Standard library only.
 """
 import json
 import math
+import os
 import sys
 
 FEATURES = ["description_similarity", "best_similarity", "phrasings_share",
@@ -141,6 +142,9 @@ def main(paths):
     for p in paths:
         with open(p) as f:
             rows += [json.loads(line) for line in f if line.strip()]
+    for r in rows:
+        # One set per folder: the bundled queries and negatives are one catalog's set.
+        r["set"] = os.path.basename(os.path.dirname(r["set"])) or r["set"]
     sets = sorted({r["set"] for r in rows})
     print("leave one set out (fitted on the others, reported on this one):")
     for s in sets:

@@ -339,3 +339,78 @@ fn an_inherited_value_carries_the_share_of_columns_that_kept_their_tables_value(
     let expected = (kept as f64 / columns as f64 * 1000.0).round() / 1000.0;
     assert_eq!(confidences(&v)[key], expected);
 }
+
+/// Withheld evidence is not absent evidence (issue 30, part 6): the best precedents of an
+/// ICD-10 code have their tags withheld, so sensitivity must not rest on the leftovers; the
+/// abstention names them. The pair: an IBAN, whose precedents are readable, is proposed.
+#[test]
+fn a_key_whose_best_precedents_are_withheld_abstains_and_names_them() {
+    let Some(built) = common::calibrated() else {
+        return;
+    };
+    let ctx = built.context();
+    let v = common::call_ok(
+        &ctx,
+        &Caller::local(),
+        "suggest_tags",
+        json!({"description": "ICD-10 diagnosis code reported on a health claim"}),
+    );
+    let conf = confidences(&v);
+    assert!(
+        conf.get("sensitivity").is_none_or(|c| *c < 0.5),
+        "sensitivity proposed from leftovers: {:?} {}",
+        conf,
+        v["proposal"]
+    );
+    let why = v["proposal"]["abstained"]["sensitivity"]
+        .as_str()
+        .unwrap_or_else(|| panic!("sensitivity does not abstain: {}", v["proposal"]));
+    assert!(
+        why.starts_with(
+            "the best-matching precedents have their sensitivity withheld from you (column:"
+        ),
+        "{why}"
+    );
+    let iban = common::call_ok(
+        &ctx,
+        &Caller::local(),
+        "suggest_tags",
+        json!({"description": IBAN}),
+    );
+    assert_eq!(iban["proposal"]["tags"]["sensitivity"], "high");
+    assert_eq!(iban["proposal"]["abstained"].get("sensitivity"), None);
+}
+
+/// The support floor holds with alternatives (issue 30, part 2): alternatives that name
+/// unrelated columns' words do not lift the confidence of a request for data the catalog does
+/// not hold; apt alternatives of data it holds keep a confident proposal.
+#[test]
+fn unrelated_alternatives_stay_below_the_floor_and_apt_ones_rise() {
+    let Some(built) = common::calibrated() else {
+        return;
+    };
+    let ctx = built.context();
+    let moisture = common::call_ok(
+        &ctx,
+        &Caller::local(),
+        "suggest_tags",
+        json!({"description": "soil moisture reading of a smart-home sensor",
+               "alternatives": ["humidity_pct", "moisture_level", "sensor reading", "bonus percentage"]}),
+    );
+    let conf = confidences(&moisture);
+    assert!(conf.values().all(|c| *c < 0.9), "{conf:?}");
+    let iban = common::call_ok(
+        &ctx,
+        &Caller::local(),
+        "suggest_tags",
+        json!({"description": "IBAN of the customer",
+               "alternatives": ["iban", "customer_iban", "bank account number"]}),
+    );
+    assert!(
+        confidences(&iban)
+            .get("sensitivity")
+            .is_some_and(|c| *c >= 0.9),
+        "{:?}",
+        confidences(&iban)
+    );
+}

@@ -573,6 +573,40 @@ fn suggestions_are_never_searched_exactly_one_search_ran_with_the_unchanged_term
     );
 }
 
+/// English words meet German-named columns through the glossary (issue 30, part 6): the
+/// glossary maps `geburtsdatum` and `gebdat` to birth date, and a name's English terms count as
+/// its name. The pair: the German columns are not found for a date that is not a birth date.
+#[test]
+fn birth_date_finds_the_german_named_birth_date_columns_in_the_top_ten() {
+    let built = real_or_skip!();
+    let ctx = built.context();
+    let top = ids(&find(
+        &ctx,
+        &local(),
+        json!({"description": "birth date", "limit": 10}),
+    ));
+    for german in [
+        "column:marketing.lead.geburtsdatum",
+        "column:policy.customer.vn_gebdat",
+    ] {
+        assert!(top.contains(&german.to_string()), "{german} not in {top:?}");
+    }
+    let other = ids(&find(
+        &ctx,
+        &local(),
+        json!({"description": "holiday date", "limit": 10}),
+    ));
+    for german in [
+        "column:marketing.lead.geburtsdatum",
+        "column:policy.customer.vn_gebdat",
+    ] {
+        assert!(
+            !other.contains(&german.to_string()),
+            "{german} in {other:?}"
+        );
+    }
+}
+
 #[test]
 fn a_description_that_matches_carries_no_match_type_hint_or_suggestions() {
     let built = real_or_skip!();

@@ -1270,6 +1270,81 @@ fn mcp_stdio_audits_each_call_with_its_environment_caller() {
     assert_eq!(lines, want);
 }
 
+/// The stdio configuration `scripts/demo.sh` prints, as a host would paste it: its `env`
+/// (`None` when it sets none).
+fn demo_stdio_env() -> Option<serde_json::Map<String, Value>> {
+    let script = std::fs::read_to_string(Path::new(REPO).join("scripts/demo.sh")).expect("demo.sh");
+    let start = script
+        .find("MCP host configuration, stdio")
+        .expect("demo.sh prints a stdio configuration");
+    let rest = &script[start..];
+    let open = rest.find('{').expect("configuration opens");
+    let close = rest.find("\n}\n").expect("configuration closes") + 2;
+    let text = rest[open..close]
+        .replace("$bin", "govcat")
+        .replace("$PWD", "/tmp");
+    let config: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    config["mcpServers"]["govcat"]["env"].as_object().cloned()
+}
+
+#[test]
+fn the_stdio_configuration_demo_sh_prints_lists_every_domain_as_pasted() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = demo_stdio_env();
+    let scopes = env
+        .as_ref()
+        .and_then(|e| e.get("GOVCAT_SCOPES"))
+        .map(|s| s.as_str().expect("a string").to_string());
+    let mut stdio =
+        StdioServer::start_with_scopes(&tmp.path().join("audit.jsonl"), scopes.as_deref());
+    let listed = stdio.call(
+        1,
+        "tools/call",
+        json!({"name": "list_domains", "arguments": {}}),
+    );
+    let names: Vec<&str> = listed["result"]["structuredContent"]["entries"]
+        .as_array()
+        .map(|e| e.iter().filter_map(|d| d["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        names,
+        [
+            "analytics",
+            "claims",
+            "customer",
+            "fraud",
+            "hr",
+            "marketing",
+            "payments",
+            "policy",
+            "risk"
+        ],
+        "{listed}"
+    );
+}
+
+#[test]
+fn an_empty_scope_set_over_stdio_says_it_grants_no_domain() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut stdio = StdioServer::start_with_scopes(&tmp.path().join("audit.jsonl"), Some(""));
+    let listed = stdio.call(
+        1,
+        "tools/call",
+        json!({"name": "list_domains", "arguments": {}}),
+    );
+    let content = &listed["result"]["structuredContent"];
+    assert_eq!(content["entries"], json!([]), "{listed}");
+    assert_eq!(
+        content["note"],
+        "the catalog has 9 domains and your scopes grant none of them, so none is listed; any of \
+         the scopes catalog:analytics:read catalog:claims:read catalog:customer:read \
+         catalog:fraud:read catalog:hr:read catalog:marketing:read catalog:payments:read \
+         catalog:policy:read catalog:risk:read grants one (over stdio: unset GOVCAT_SCOPES to \
+         read every domain, or list the scopes in it; over HTTP: ask your administrator for a \
+         token with them)"
+    );
+}
+
 #[test]
 fn mcp_stdio_answers_is_error_when_its_audit_log_cannot_be_written() {
     let mut stdio = StdioServer::start(Path::new("/dev/full"), FRAUD);

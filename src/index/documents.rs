@@ -65,6 +65,11 @@ pub struct Document {
     /// the snapshot is built (`index::expand_documents`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expansion: Vec<String>,
+    /// The part of [`Document::expansion`] that comes from the name alone (English terms of a
+    /// German or abbreviated name, the parts of a run-together name): indexed in the `name`
+    /// field too, so `birth date` meets `geburtsdatum` as it meets `birth_date`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub name_expansion: Vec<String>,
 }
 
 #[cfg(test)]
@@ -88,6 +93,7 @@ impl Document {
             dense_text: String::new(),
             dense_table_text: None,
             expansion: Vec::new(),
+            name_expansion: Vec::new(),
         }
     }
 }
@@ -119,6 +125,7 @@ pub fn ontology_documents(ontology: &Ontology) -> Vec<Document> {
                 dense_text: format!("{key_words} {}: {} {}", v.value, v.description, v.implies),
                 dense_table_text: None,
                 expansion: Vec::new(),
+                name_expansion: Vec::new(),
             });
         }
     }
@@ -161,6 +168,7 @@ pub fn column_documents(dataset: &Dataset) -> Vec<Document> {
                     format!("{name_words}: {description} (table {table_words}: {about}; {domain})")
                 }),
                 expansion: Vec::new(),
+                name_expansion: Vec::new(),
             }
         })
         .collect()

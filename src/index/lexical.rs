@@ -192,7 +192,11 @@ pub fn build(dir: &Path, docs: &[Document]) -> Result<(), IndexError> {
             .add_document(doc!(
                 f.ord => ord as u64,
                 f.scope => scope_term(d),
-                f.name => d.name_text.clone(),
+                f.name => if d.name_expansion.is_empty() {
+                    d.name_text.clone()
+                } else {
+                    format!("{} {}", d.name_text, d.name_expansion.join(" "))
+                },
                 f.text => d.lexical_text.clone(),
                 f.text_de => d.lexical_text.clone(),
                 f.context => d.context_text.clone(),

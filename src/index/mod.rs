@@ -500,14 +500,18 @@ pub fn expand_documents(docs: &mut [Document], glossary: &glossary::Glossary) {
     for d in docs.iter_mut() {
         let mut expansion = glossary.expand(&d.lexical_text);
         let written = crate::text::words(&d.lexical_text);
+        let mut name_expansion = glossary.expand(&d.name_text);
         // Identifiers run words together; descriptions are prose, whose words are words
         // (`separate` is not `sepa` + `rate`).
-        crate::text::push_run_together_parts(
-            &mut expansion,
-            &crate::text::words(&d.name_text),
-            &written,
-            freq,
-        );
+        for e in [&mut expansion, &mut name_expansion] {
+            crate::text::push_run_together_parts(
+                e,
+                &crate::text::words(&d.name_text),
+                &written,
+                freq,
+            );
+        }
+        d.name_expansion = name_expansion;
         if d.kind == Kind::Column && !expansion.is_empty() {
             let english = expansion.join(" ");
             d.dense_text = format!("{} ({english})", d.dense_text);

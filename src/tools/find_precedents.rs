@@ -19,8 +19,8 @@ use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 
 pub const DESCRIPTION: &str =
     "Call this first when someone asks which existing columns hold some kind of data or how such \
-columns are classified, and before you propose tags for a new column. Pass description: what \
-the column holds, in any language (English matches best; German words also match through a \
+columns are classified, and before you propose tags for a new column; one call per column \
+(a request about several columns needs one call each). Pass description: what the column holds, in any language (English matches best; German words also match through a \
 glossary). Describe what is in the column: negation is not understood, so \"IBAN, not stored in \
 clear\" matches clear IBANs; say \"hashed IBAN\" instead. Pass alternatives (up to 8, 3-5 is \
 typical): the names such a column usually has, in snake_case (payee_iban, iban), the standard \
@@ -38,7 +38,8 @@ and accent folding; identifiers split at _ and camelCase; abbreviations (cust, d
 run-together words also match through their parts (echoed in request.glossary_terms); word* is \
 a prefix, \"quoted words\" a phrase. Key columns (name ending in id, key, no or nr, e.g. \
 customer_no) rank lower unless the phrasing asks for an identifier; each phrasing is checked on \
-its own and asks when it has one of the words id, ids, no, nr, number, numbers, key, keys, \
+its own, after splitting at _ and camelCase (so the alternative customer_no asks for one), and \
+asks when it has one of the words id, ids, no, nr, number, numbers, key, keys, \
 nummer, kennung, who, whom, whose, wer, wem, or a word ending in nummer or nr or starting with \
 identif. Options: domains (omitted: every domain you may read, echoed in request.domains), \
 kinds (column, ontology_value; omitted: both), limit 1-50 (default 10), cursor (next_cursor of \
@@ -51,7 +52,8 @@ from your words (not searched): pass them as alternatives to try again.";
 pub const ALTERNATIVES_DESCRIPTION: &str = "Other phrasings of what the column holds, each searched exactly as given, like the description: \
 the names such a column usually has, in snake_case (payee_iban); the standard term; English \
 words for a German description. Specific beats broad. At most 8, each 1-200 characters, no \
-repeat of another or of the description; omitted or [] means the description alone.";
+case-insensitive repeat of another or of the description (payee_iban and payee iban are two \
+phrasings); omitted or [] means the description alone.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -16,14 +16,14 @@ use crate::index::documents::Kind;
 use crate::ontology::Resolution;
 
 pub const DESCRIPTION: &str = "Call this when someone adds a column (to an existing table or to one they are creating) or asks \
-which tags a column should get. Pass the description and alternatives you passed to \
-find_precedents. Pass domain and table of the table the column goes into when you know them: an \
+which tags a column should get, one call per column. Pass the description and alternatives you \
+pass to find_precedents (it runs the same search itself, so both calls may go out together). Pass domain and table of the table the column goes into when you know them: an \
 existing table adds its columns' tags (siblings) and its inherited tags; a table not in the \
 catalog yet is fine: it is treated as a new table of its domain (target_exists false, \
 target_note says so, did_you_mean names existing tables with a close name), with no siblings \
 and the tags its domain's database sets proposed as inherited (assigned_at database). domain \
-alone means a new, unnamed table of that domain; table needs domain; leave both out to count \
-precedents only. Returns, per ontology key, candidates (values with the precedent column ids \
+alone means a new, unnamed table of that domain; table needs domain; a domain the catalog lacks \
+is an error listing the domains you may read; leave both out to count precedents only. Returns, per ontology key, candidates (values with the precedent column ids \
 carrying them, their share and precedent_weight: each precedent weighs its find_precedents \
 score squared) and what was excluded (withheld, not collected, untagged), and a proposal: per \
 key an ontology value (basis inherited, or precedent_majority: the largest precedent_weight), \
@@ -33,7 +33,8 @@ tagged column and suggesting its tags from phrasings like yours). A key in propo
 has confidence 0 because nothing that far from its precedents was checked: unknown, not \
 measured as a miss. A key in proposal.abstained has no proposal, with the reason and the next step \
 (also when the best precedents' tags are withheld from you: they are named with the access that \
-would show them). Next: tell the user each value with its confidence and its precedent ids, and \
+would show them). When find_precedents gave no entry a precedent_confidence of 0.5 or more, the \
+precedents are another kind of data: say so and let the user decide every key. Next: tell the user each value with its confidence and its precedent ids, and \
 ask them to decide every key below 0.9 (or pass min_confidence 0.9 to move those keys to \
 abstained); validate the chosen set with resolve_lf_tag; read an existing target or a \
 precedent's dataset live with get_dataset before tagging. The decision stays with the user.";
@@ -680,14 +681,16 @@ fn resolve_target(
 ) -> Result<Target, ToolError> {
     let domain = match (domain, table) {
         (None, None) => return Ok(Target::None),
-        (None, Some(t)) => return Err(ToolError::new(
-            "InvalidArguments",
-            format!(
+        (None, Some(t)) => {
+            return Err(ToolError::new(
+                "InvalidArguments",
+                format!(
                 "table \"{t}\" needs its domain: pass domain as well (list_domains names them), \
                      or leave both out to count precedents only"
             ),
-        )
-        .with("argument", "domain")),
+            )
+            .with("argument", "domain"))
+        }
         (Some(d), _) => d,
     };
     ctx.require_domain(caller, domain)?;

@@ -110,12 +110,21 @@ pub struct StdioServer {
 
 impl StdioServer {
     pub fn start(audit_log: &Path, scopes: &str) -> StdioServer {
-        let mut child = Command::new(BIN)
+        StdioServer::start_with_scopes(audit_log, Some(scopes))
+    }
+
+    /// [`StdioServer::start`] with `GOVCAT_SCOPES` unset when `scopes` is `None`.
+    pub fn start_with_scopes(audit_log: &Path, scopes: Option<&str>) -> StdioServer {
+        let mut command = Command::new(BIN);
+        match scopes {
+            Some(s) => command.env("GOVCAT_SCOPES", s),
+            None => command.env_remove("GOVCAT_SCOPES"),
+        };
+        let mut child = command
             .current_dir(super::repo())
             .arg("mcp-stdio")
             .arg("--audit-log")
             .arg(audit_log)
-            .env("GOVCAT_SCOPES", scopes)
             .env("GOVCAT_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

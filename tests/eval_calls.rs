@@ -1,0 +1,74 @@
+//! `govcat eval calls` counts exactly what it replayed (issue 30, part 5): a small calls file
+//! and its labels, replayed through the tools on the deterministic `HashEmbedder` snapshot. The
+//! counts that do not depend on ranking are asserted exactly; those that do are asserted to add
+//! up.
+//!
+//! Run: `cargo test --test eval_calls`.
+
+mod common;
+
+use govcat::eval::calls;
+use serde_json::json;
+
+const CALLS: &str = r#"{"id": "t1", "calls": [{"tool": "find_precedents", "arguments": {"description": "IBAN of the customer", "alternatives": ["iban"]}}, {"tool": "suggest_tags", "arguments": {"description": "IBAN of the customer", "alternatives": ["iban"], "domain": "policy", "table": "customer_bank_2027"}}]}
+{"id": "t2", "calls": [{"tool": "find_precedents", "arguments": {"description": "soil moisture of a smart-home sensor"}}, {"tool": "suggest_tags", "arguments": {"description": "soil moisture of a smart-home sensor", "table": "sensor_readings"}}]}
+{"id": "t3", "calls": [{"tool": "suggest_tags", "arguments": {"description": "policyholder's date of birth", "domain": "policy"}}, {"tool": "get_dataset", "arguments": {"domain": "policy", "table": "customer_bank_2027"}}]}
+"#;
+
+const LABELS: &str = r#"{"id": "t1", "request": "new table policy.customer_bank_2027 gets the customer's IBAN: tags?", "relevant": {"column:policy.customer.iban": 2, "column:policy.customer.bic": 1}, "negative": false}
+{"id": "t2", "request": "a column for the soil moisture of a smart-home sensor", "relevant": {}, "negative": true}
+{"id": "t3", "request": "Geburtsdatum des VN in einer neuen policy-Tabelle", "relevant": {"column:policy.customer.vn_gebdat": 2}, "negative": false}
+"#;
+
+#[test]
+fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (calls_file, labels_file) = (
+        tmp.path().join("calls.jsonl"),
+        tmp.path().join("labels.jsonl"),
+    );
+    std::fs::write(&calls_file, CALLS).expect("calls");
+    std::fs::write(&labels_file, LABELS).expect("labels");
+    let ctx = common::hashed().context();
+    let r = calls::run(&ctx, &calls_file, &labels_file).expect("replay");
+    assert_eq!((r.requests, r.negative_requests, r.calls), (3, 1, 6));
+    // t2's suggest_tags names a table without its domain; t3's get_dataset a table that is not
+    // there. New tables in suggest_tags (t1, t3) are answered, never an error.
+    assert_eq!(
+        serde_json::to_value(&r.errors).expect("json"),
+        json!({"get_dataset: DatasetNotFound": 1, "suggest_tags: InvalidArguments": 1})
+    );
+    assert_eq!(r.new_table_errors, 0);
+    assert_eq!(
+        serde_json::to_value(&r.missing_calls).expect("json"),
+        json!({"find_precedents": 1})
+    );
+    assert_eq!(r.find_precedents_requests, 1);
+    assert_eq!(r.negative_with_find_precedents, 1);
+    assert_eq!(r.suggest_tags_requests, 2);
+    // Every key of policy.customer's iban and vn_gebdat is present: 5 keys judged per request.
+    for (key, k) in &r.suggest_tags {
+        assert_eq!(k.judged, 2, "{key}");
+        assert_eq!(
+            k.right + k.wrong + k.inherited_right + k.inherited_wrong + k.abstained,
+            k.judged,
+            "{key}: {k:?}"
+        );
+    }
+    // Residency: both targets are new tables of policy, whose database sets eu.
+    assert_eq!(r.suggest_tags["residency"].inherited_right, 2);
+}
+
+#[test]
+fn a_call_line_without_a_label_is_an_error_naming_it() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (calls_file, labels_file) = (
+        tmp.path().join("calls.jsonl"),
+        tmp.path().join("labels.jsonl"),
+    );
+    std::fs::write(&calls_file, CALLS).expect("calls");
+    std::fs::write(&labels_file, LABELS.lines().next().expect("a line")).expect("labels");
+    let e = calls::run(&common::hashed().context(), &calls_file, &labels_file).unwrap_err();
+    assert_eq!(e.kind, "InvalidCallsFile");
+    assert!(e.message.starts_with("request 't2' of "), "{}", e.message);
+}
