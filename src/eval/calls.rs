@@ -127,8 +127,10 @@ pub struct CallsReport {
     /// Precision of the proposals with confidence >= 0.9, and their share of the judged keys.
     pub precision_at_confident: Option<f64>,
     pub coverage_at_confident: f64,
-    /// Proposals with confidence >= 0.9 on negative requests (must be 0).
+    /// Precedent proposals with confidence >= 0.9 on negative requests (must be 0).
     pub confident_on_negative: usize,
+    /// Inherited proposals (the target's own tags) with confidence >= 0.9 on negative requests.
+    pub inherited_confident_on_negative: usize,
     /// Every call replayed, and those answered with an error, by tool and error kind.
     pub calls: usize,
     pub errors: BTreeMap<String, usize>,
@@ -209,6 +211,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
         precision_at_confident: None,
         coverage_at_confident: 0.0,
         confident_on_negative: 0,
+        inherited_confident_on_negative: 0,
         calls: 0,
         errors: BTreeMap::new(),
         new_table_errors: 0,
@@ -295,11 +298,17 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
         };
         let proposal = &suggested["proposal"];
         if negative {
-            r.confident_on_negative += proposal["confidence"].as_object().map_or(0, |c| {
-                c.values()
-                    .filter(|v| v.as_f64().unwrap_or(0.0) >= CONFIDENT)
-                    .count()
-            });
+            // An inherited value is the target's own tag, right whatever the column holds:
+            // counted apart from the proposals that rest on precedents.
+            for (key, c) in proposal["confidence"].as_object().into_iter().flatten() {
+                if c.as_f64().unwrap_or(0.0) >= CONFIDENT {
+                    if proposal["basis"][key].as_str() == Some("inherited") {
+                        r.inherited_confident_on_negative += 1;
+                    } else {
+                        r.confident_on_negative += 1;
+                    }
+                }
+            }
             continue;
         }
         r.suggest_tags_requests += 1;
@@ -396,15 +405,24 @@ pub fn summary(r: &CallsReport) -> String {
         r.negative_with_precedent,
         r.negative_with_find_precedents
     );
+    if r.suggest_tags.values().all(|k| k.judged == 0) {
+        let _ = writeln!(
+            out,
+            "suggest_tags (first call, {} positive requests): no grade-2 precedent carries a tag (an untagged catalog): nothing to judge",
+            r.suggest_tags_requests
+        );
+        return errors(out, r);
+    }
     let _ = writeln!(
         out,
-        "suggest_tags (first call, {} positive requests): all keys right {:.3}; confidence ECE {:.3}; at confidence >= 0.9 precision {} coverage {:.3}; proposals >= 0.9 on negative requests: {}",
+        "suggest_tags (first call, {} positive requests): all keys right {:.3}; confidence ECE {:.3}; at confidence >= 0.9 precision {} coverage {:.3}; precedent proposals >= 0.9 on negative requests: {} (inherited: {})",
         r.suggest_tags_requests,
         r.all_keys_accuracy,
         r.reliability.ece,
         r.precision_at_confident.map_or("-".into(), |p| format!("{p:.3}")),
         r.coverage_at_confident,
-        r.confident_on_negative
+        r.confident_on_negative,
+        r.inherited_confident_on_negative
     );
     let _ = writeln!(
         out,
@@ -441,6 +459,10 @@ pub fn summary(r: &CallsReport) -> String {
         );
     }
     out += "  INHERITED: right/all proposals inherited from the target's table or database (counted apart); UNDERSTATED/OVERSTATED: wrong proposals of an ordered key less/more restrictive than the truth\n";
+    errors(out, r)
+}
+
+fn errors(mut out: String, r: &CallsReport) -> String {
     for (what, n) in &r.errors {
         let _ = writeln!(out, "  error {what}: {n}");
     }
