@@ -363,6 +363,7 @@ pub fn run_with(
         ctx,
         &held,
         &|doc, other| hidden(exclude, doc, other),
+        calibrate::Phrasings::DescriptionOnly,
         min_confidence,
         progress,
         &mut |doc, description, out, evidence| {
