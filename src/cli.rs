@@ -51,7 +51,9 @@ pub enum Command {
         /// a likely column name (payee_iban), the standard term, English words.
         #[arg(long = "alt", value_name = "TEXT")]
         alternatives: Vec<String>,
-        /// Restrict to these domains (repeatable); default every domain.
+        /// A filter: search only these domains (repeatable); default every domain you may
+        /// read. (suggest's --domain is different: the domain of the table the new column
+        /// goes into.)
         #[arg(long = "domain")]
         domains: Vec<String>,
         /// Restrict to kinds (repeatable or comma-separated): column, ontology_value; default
@@ -80,7 +82,7 @@ pub enum Command {
         /// Do not propose a key whose confidence (how often proposals with the same evidence
         /// were right on this catalog) is below this share, e.g. 0.9; it is listed as
         /// abstained with both numbers.
-        #[arg(long, value_name = "SHARE")]
+        #[arg(long, value_name = "SHARE", allow_negative_numbers = true, value_parser = share)]
         min_confidence: Option<f64>,
         /// The domain of the table the new column goes into (the target, unlike search's
         /// --domain filter); alone: a new, unnamed table of that domain (inherits its
@@ -110,7 +112,7 @@ pub enum Command {
     /// Validate a tag set against the ontology: govcat resolve sensitivity=high residency=eu ...
     Resolve {
         /// KEY=VALUE pairs.
-        #[arg(required = true)]
+        #[arg(required = true, value_parser = key_value)]
         tags: Vec<String>,
     },
     /// Evaluate a role's LF-tag grant expression against a dataset's columns.
@@ -171,7 +173,7 @@ pub enum EvalCommand {
         params: Vec<String>,
         /// Pass min_confidence to every suggestion (keys below it count as not answered),
         /// with the snapshot's own calibration; omit for every proposal.
-        #[arg(long, value_name = "SHARE")]
+        #[arg(long, value_name = "SHARE", allow_negative_numbers = true, value_parser = share)]
         min_confidence: Option<f64>,
     },
     /// The conversation as a bench: replays a blind host's calls (JSON lines {"id", "calls":
@@ -252,9 +254,45 @@ pub fn main() -> ExitCode {
     match Cli::try_parse_from(&args) {
         Ok(cli) => match usage_problem(&cli) {
             Some(e) => usage_error(&e, wants_json(&args)),
-            None => run(cli),
+            None => {
+                if !matches!(cli.command, Command::Serve(_) | Command::McpStdio(_)) {
+                    quiet_on_closed_pipe();
+                }
+                run(cli)
+            }
         },
         Err(e) => usage_error(&e, wants_json(&args)),
+    }
+}
+
+/// A `--min-confidence` share: a number from 0 to 1, else a usage error (exit 2) saying so.
+fn share(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        Ok(x) => Err(format!(
+            "{x} is outside 0 to 1; give a share such as 0.9 (keeps proposals that were right \
+             about 9 times in 10), or leave the flag out"
+        )),
+        Err(_) => Err(format!(
+            "'{text}' is not a number; give a share from 0 to 1 such as 0.9"
+        )),
+    }
+}
+
+/// A `resolve` argument: `KEY=VALUE`, else a usage error (exit 2) saying so.
+fn key_value(text: &str) -> Result<String, String> {
+    crate::ontology::parse_pairs(&[text.to_string()]).map(|_| text.to_string())
+}
+
+/// A command line tool whose reader went away (`govcat index | head -1`) stops quietly, as
+/// `ls` or `grep` do: the default SIGPIPE action, which Rust's runtime replaces with "ignore"
+/// (so that `println!` panics with "Broken pipe"). Not for the servers: a client closing its
+/// connection must never end them.
+fn quiet_on_closed_pipe() {
+    // SAFETY: called on the main thread before any other thread exists; it only restores the
+    // default disposition of one signal.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -880,10 +918,13 @@ fn render(tool: &str, v: &Value) -> String {
                 s(&v["role"]),
                 s(&v["domain"]),
                 s(&v["table"]),
-                if v["reaches"].as_bool() == Some(true) {
-                    "reaches"
-                } else {
-                    "does not reach"
+                match v["verdict"].as_str() {
+                    Some("reaches") => "reaches".to_string(),
+                    Some("undetermined") => format!(
+                        "undetermined: no column is reached and {} cannot be evaluated (their tags are withheld from you or not collected; read access to their LF-tags would decide them)",
+                        list("undetermined").len()
+                    ),
+                    _ => "does not reach".to_string(),
                 }
             );
             for r in list("reached") {
@@ -903,7 +944,12 @@ fn render(tool: &str, v: &Value) -> String {
                         )
                     })
                     .collect();
-                out += &format!("  denied        {}: {}\n", s(&d["column"]), why.join("; "));
+                let why = if why.is_empty() {
+                    s(&d["reason"]).to_string()
+                } else {
+                    why.join("; ")
+                };
+                out += &format!("  denied        {}: {why}\n", s(&d["column"]));
             }
             for u in list("undetermined") {
                 out += &format!(

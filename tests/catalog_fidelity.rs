@@ -1045,6 +1045,7 @@ fn global_reader_reaches_the_global_extract_but_not_its_high_iban() {
             "role": "global-analytics-reader",
             "domain": "analytics",
             "table": "customer_360_global_extract",
+            "verdict": "reaches",
             "reaches": true,
             "grants": [analytics_grant(&["global"], &allowed)],
             "reached": [
@@ -1054,6 +1055,7 @@ fn global_reader_reaches_the_global_extract_but_not_its_high_iban() {
             ],
             "denied": [{
                 "column": "iban",
+                "reason": "grant 0: sensitivity is high, the grant allows public, internal, confidential",
                 "failed": [{
                     "grant": 0,
                     "key": "sensitivity",
@@ -1192,7 +1194,31 @@ fn withheld_tags_make_columns_undetermined_never_reached_or_denied() {
     assert_eq!(out["undetermined"], Value::Array(undetermined));
     assert_eq!(out["reached"], json!([]));
     assert_eq!(out["denied"], json!([]));
+    // Nothing reached and nothing evaluable: undetermined, never "does not reach".
+    assert_eq!(out["verdict"], "undetermined");
+    assert_eq!(out["reaches"], Value::Null);
+}
+
+#[test]
+fn a_role_without_a_grant_in_the_domain_is_denied_every_column_saying_so() {
+    let out = ok(check_grant(
+        &demo(),
+        "global-analytics-reader",
+        "policy",
+        "customer",
+    ));
+    assert_eq!(out["verdict"], "does_not_reach");
     assert_eq!(out["reaches"], false);
+    assert_eq!(out["grants"], json!([]));
+    let denied = out["denied"].as_array().expect("denied");
+    assert!(!denied.is_empty());
+    for d in denied {
+        assert_eq!(
+            d["reason"],
+            "role global-analytics-reader holds no LF-tag grant in domain policy's catalog (account 210000000001)"
+        );
+        assert_eq!(d["failed"], json!([]));
+    }
 }
 
 #[test]

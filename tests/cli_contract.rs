@@ -403,3 +403,53 @@ fn missing_catalog_directory_is_refused_with_the_next_step() {
         })
     );
 }
+
+/// `govcat … | head -1` (issue 31, point 5): a closed pipe ends the command quietly (SIGPIPE,
+/// status 141 in the shell, nothing on stderr), never a "Broken pipe" panic with status 101.
+/// The pair: the same command into a reader that takes everything succeeds.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly_and_an_open_one_succeeds() {
+    let bin = env!("CARGO_BIN_EXE_govcat");
+    let run = |reader: &str| {
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "set -o pipefail; {bin} get-dataset policy customer --json | {reader}"
+            ))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("bash runs")
+    };
+    // A reader that closes at once (long before govcat has read the catalog and writes): the
+    // writer meets a closed pipe.
+    let closed = run("true");
+    assert_eq!(closed.status.code(), Some(141), "{closed:?}");
+    assert_eq!(String::from_utf8_lossy(&closed.stderr), "");
+    let open = run("cat > /dev/null");
+    assert_eq!(open.status.code(), Some(0), "{open:?}");
+}
+
+/// Bad argument values are usage errors, exit 2 as the README defines (issue 31, point 4):
+/// a share outside 0 to 1 (also a negative one, without clap's "use -- -0" hint) and a resolve
+/// argument that is not KEY=VALUE. The pair: valid values of the same flags are accepted.
+#[test]
+fn bad_argument_values_exit_2_and_say_what_to_give() {
+    for args in [
+        &["suggest", "iban", "--min-confidence", "2"][..],
+        &["suggest", "iban", "--min-confidence", "-0.1"][..],
+        &["resolve", "sensitivity"][..],
+    ] {
+        let out = govcat(&[args, &["--json"]].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let v = stdout_json(&out);
+        assert_eq!(v["error"], "Usage", "{args:?}: {v}");
+        let message = v["message"].as_str().unwrap_or_default();
+        assert!(!message.contains("-- -0"), "{message}");
+        assert!(
+            message.contains("outside 0 to 1") || message.contains("is not KEY=VALUE"),
+            "{message}"
+        );
+    }
+    let out = govcat(&["resolve", "sensitivity=high", "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+}

@@ -15,9 +15,12 @@ pub const DESCRIPTION: &str = "Call this when someone asks whether a role can re
 grant reaches. Pass role, domain and table exactly as the catalog names them. Evaluates the \
 role's Lake Formation LF-tag grant expressions in the dataset's domain catalog against every \
 column's effective tags: a column is reached when every clause of one grant holds (AND across \
-keys, OR within a key's values). Returns reaches (at least one column reached), the reached \
-columns, the denied columns with each grant's failing clause and the tag found, and \
-undetermined columns whose tags are withheld or not collected, in dataset order. An unknown \
+keys, OR within a key's values). Returns verdict: reaches (a column is reached), does_not_reach \
+(every column denied) or undetermined (none reached, some cannot be evaluated: their tags are \
+withheld or not collected; reaches is then null) - say which to the user, never undetermined as \
+denied. Also the reached columns, the denied columns each with a reason and each grant's failing \
+clause and the tag found (or that the role holds no grant in the domain), and the undetermined \
+columns with their keys, in dataset order. An unknown \
 role or dataset is an error that lists the known names. Never lists which users hold a role.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -41,7 +44,21 @@ pub struct FailedClause {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Denied {
     pub column: String,
+    /// Why, in words: the failing clause of each grant, or that the role holds no LF-tag grant
+    /// in the domain's catalog. Never empty.
+    pub reason: String,
     pub failed: Vec<FailedClause>,
+}
+
+/// The answer in one word: `reaches` (a column is reached), `does_not_reach` (every column is
+/// denied), `undetermined` (none is reached and some cannot be evaluated: their tags are
+/// withheld or not collected).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantVerdict {
+    Reaches,
+    DoesNotReach,
+    Undetermined,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -65,7 +82,10 @@ pub struct Output {
     pub role: String,
     pub domain: Domain,
     pub table: TableName,
-    pub reaches: bool,
+    pub verdict: GrantVerdict,
+    /// `true` when a column is reached, `false` when every column is denied, `null` when the
+    /// verdict is undetermined.
+    pub reaches: Option<bool>,
     /// The role's LF-tag grants in this domain's catalog, numbered from 0 in `failed[].grant`.
     pub grants: Vec<Grant>,
     pub reached: Vec<String>,
@@ -178,6 +198,7 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
             Verdict::Reached => reached.push(column.name.clone()),
             Verdict::Denied(failed) => denied.push(Denied {
                 column: column.name.clone(),
+                reason: denial_reason(&failed, &role.role, &domain),
                 failed,
             }),
             Verdict::Undetermined(keys, state) => undetermined.push(Undetermined {
@@ -187,11 +208,23 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
             }),
         }
     }
+    let verdict = if !reached.is_empty() {
+        GrantVerdict::Reaches
+    } else if !undetermined.is_empty() {
+        GrantVerdict::Undetermined
+    } else {
+        GrantVerdict::DoesNotReach
+    };
     Ok(Output {
         role: role.role,
         domain: input.domain,
         table: input.table,
-        reaches: !reached.is_empty(),
+        verdict,
+        reaches: match verdict {
+            GrantVerdict::Reaches => Some(true),
+            GrantVerdict::DoesNotReach => Some(false),
+            GrantVerdict::Undetermined => None,
+        },
         grants,
         reached,
         denied,
@@ -201,4 +234,34 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
         ttl_ms: ctx.source_ttl_ms(),
         cache_scope: CacheScope::Private,
     })
+}
+
+/// A denied column's reason in words: each failing clause, or no grant at all.
+fn denial_reason(
+    failed: &[FailedClause],
+    role: &str,
+    domain: &crate::catalog::DomainInfo,
+) -> String {
+    if failed.is_empty() {
+        return format!(
+            "role {role} holds no LF-tag grant in domain {}'s catalog (account {})",
+            domain.name, domain.account_id
+        );
+    }
+    failed
+        .iter()
+        .map(|f| {
+            let found = match f.found.value() {
+                Some(v) => format!("is {v}"),
+                None => format!("is {}", f.found.state.as_str()),
+            };
+            format!(
+                "grant {}: {} {found}, the grant allows {}",
+                f.grant,
+                f.key,
+                f.allowed.join(", ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
