@@ -905,6 +905,57 @@ mod tests {
     }
 
     #[test]
+    fn a_zero_confidence_says_it_is_unknown_not_a_measured_miss() {
+        assert_eq!(
+            no_precedent(0.32),
+            "not measured: no precedent is the same kind of data (the best precedent_confidence \
+             is 0.32, below 0.5), so these tags belong to other data; confidence 0 means \
+             unknown: decide this key with the user"
+        );
+        assert_eq!(
+            outside_support(0.31, 0.354),
+            "not measured: the best precedent's similarity 0.31 is below 0.35, and no proposal \
+             this far from its precedents was checked on this catalog, so confidence 0 means \
+             unknown, not a measured miss; the precedents may well be another kind of data: \
+             decide this key with the user"
+        );
+    }
+
+    #[test]
+    fn withheld_precedents_outweighing_the_proposal_make_the_key_abstain_and_lighter_ones_do_not() {
+        let ctx = demo_context();
+        let tally_with = |withheld_score: f64| {
+            let mut tally = Tally::default();
+            let readable = Tags::from([(
+                "sensitivity".to_string(),
+                TagState::present("internal", TagLevel::Column),
+            )]);
+            let hidden = Tags::from([(
+                "sensitivity".to_string(),
+                TagState::absent(FieldState::Withheld),
+            )]);
+            for (id, tags, score) in [
+                ("column:a.t.icd10_code", &hidden, withheld_score),
+                ("column:b.t.claim_id", &readable, 0.3),
+            ] {
+                let vote = Vote {
+                    column: id,
+                    tags,
+                    weight: f64::powi(score, PRECEDENT_WEIGHT_EXPONENT),
+                    similarity: score,
+                    score,
+                };
+                tally.add(&ctx, "sensitivity", vote);
+            }
+            tally
+        };
+        assert!(tally_with(0.6).outweighed_by_withheld("internal"));
+        assert!(!tally_with(0.2).outweighed_by_withheld("internal"));
+        assert!(withheld_abstention("sensitivity", "internal", &tally_with(0.6).withheld)
+            .starts_with("the best-matching precedents have their sensitivity withheld from you (column:a.t.icd10_code)"));
+    }
+
+    #[test]
     fn an_abstention_counts_what_the_matched_precedents_lacked() {
         let excluded = Excluded {
             withheld: 2,
