@@ -150,6 +150,12 @@ fn min_confidence_outside_zero_to_one_is_invalid_and_its_bounds_are_accepted() {
         );
         assert_eq!(e.kind, "InvalidArguments", "{e}");
         assert!(e.message.contains("min_confidence"), "{e}");
+        // One name for the offending argument across errors (`field` kept as an alias).
+        let json = e.to_json();
+        assert_eq!(
+            (&json["argument"], &json["field"]),
+            (&json!("min_confidence"), &json!("min_confidence"))
+        );
     }
     for edge in [0.0, 1.0] {
         common::call_ok(

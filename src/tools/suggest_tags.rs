@@ -335,6 +335,9 @@ fn check_min_confidence(min: Option<f64>) -> Result<(), ToolError> {
                  proposals that were right about 9 times in 10 on this catalog), or omit it"
             ),
         )
+        // `argument` names the offending argument in every error; `field` is kept as an alias
+        // for readers of the first version of this error.
+        .with("argument", "min_confidence")
         .with("field", "min_confidence")),
         _ => Ok(()),
     }
