@@ -20,17 +20,21 @@ const LABELS: &str = r#"{"id": "t1", "request": "new table policy.customer_bank_
 {"id": "t3", "request": "Geburtsdatum des VN in einer neuen policy-Tabelle", "relevant": {"column:policy.customer.vn_gebdat": 2}, "negative": false}
 "#;
 
-#[test]
-fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
+/// Replays `calls` against `labels`, each written to a file, on the hashed demo snapshot.
+fn replay(calls: &str, labels: &str) -> Result<calls::CallsReport, govcat::tools::ToolError> {
     let tmp = tempfile::tempdir().expect("tmp");
     let (calls_file, labels_file) = (
         tmp.path().join("calls.jsonl"),
         tmp.path().join("labels.jsonl"),
     );
-    std::fs::write(&calls_file, CALLS).expect("calls");
-    std::fs::write(&labels_file, LABELS).expect("labels");
-    let ctx = common::hashed().context();
-    let r = calls::run(&ctx, &calls_file, &labels_file).expect("replay");
+    std::fs::write(&calls_file, calls).expect("calls");
+    std::fs::write(&labels_file, labels).expect("labels");
+    calls::run(&common::hashed().context(), &calls_file, &labels_file)
+}
+
+#[test]
+fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
+    let r = replay(CALLS, LABELS).expect("replay");
     assert_eq!((r.requests, r.negative_requests, r.calls), (3, 1, 6));
     // t2's suggest_tags names a table without its domain; t3's get_dataset a table that is not
     // there. New tables in suggest_tags (t1, t3) are answered, never an error.
@@ -61,14 +65,7 @@ fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
 
 #[test]
 fn a_call_line_without_a_label_is_an_error_naming_it() {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let (calls_file, labels_file) = (
-        tmp.path().join("calls.jsonl"),
-        tmp.path().join("labels.jsonl"),
-    );
-    std::fs::write(&calls_file, CALLS).expect("calls");
-    std::fs::write(&labels_file, LABELS.lines().next().expect("a line")).expect("labels");
-    let e = calls::run(&common::hashed().context(), &calls_file, &labels_file).unwrap_err();
+    let e = replay(CALLS, LABELS.lines().next().expect("a line")).unwrap_err();
     assert_eq!(e.kind, "InvalidCallsFile");
     assert!(e.message.starts_with("request 't2' of "), "{}", e.message);
 }

@@ -22,20 +22,7 @@ use govcat::tools::{self, Context};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use common::{call_err, call_ok, caller_reading, ids, Built};
-
-/// Every domain of the demo catalog, sorted.
-const ALL_DOMAINS: [&str; 9] = [
-    "analytics",
-    "claims",
-    "customer",
-    "fraud",
-    "hr",
-    "marketing",
-    "payments",
-    "policy",
-    "risk",
-];
+use common::{call_err, call_ok, caller_reading, ids, Built, ALL_DOMAINS};
 
 /// A description that matches no document of the demo catalog (checked directly against the
 /// indexes in `nonsense_matches_nothing_in_the_indexes`).

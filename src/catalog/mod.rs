@@ -196,22 +196,35 @@ pub fn database_level_tags(
     db_tags: &LevelTags,
     what: &str,
 ) -> Result<Tags, CatalogError> {
-    if let LevelTags::Read(pairs) = db_tags {
-        for p in pairs {
-            if ontology.key(&p.key).is_some() && !ontology.contains(&p.key, &p.value) {
-                return Err(CatalogError::TagOutsideOntology {
-                    what: what.to_string(),
-                    key: p.key.clone(),
-                    value: p.value.clone(),
-                    allowed: ontology
-                        .key(&p.key)
-                        .map(|k| k.values.iter().map(|v| v.value.0.clone()).collect())
-                        .unwrap_or_default(),
-                });
-            }
-        }
-    }
+    check_in_ontology(ontology, db_tags, what)?;
     Ok(effective_tags(ontology, &[(TagLevel::Database, db_tags)]))
+}
+
+/// Refuses a read level carrying a value outside the ontology for one of its keys: the closed
+/// set reaches no caller.
+fn check_in_ontology(
+    ontology: &Ontology,
+    level: &LevelTags,
+    what: &str,
+) -> Result<(), CatalogError> {
+    let LevelTags::Read(pairs) = level else {
+        return Ok(());
+    };
+    match pairs
+        .iter()
+        .find(|p| ontology.key(&p.key).is_some() && !ontology.contains(&p.key, &p.value))
+    {
+        None => Ok(()),
+        Some(p) => Err(CatalogError::TagOutsideOntology {
+            what: what.to_string(),
+            key: p.key.clone(),
+            value: p.value.clone(),
+            allowed: ontology
+                .key(&p.key)
+                .map(|k| k.values.iter().map(|v| v.value.0.clone()).collect())
+                .unwrap_or_default(),
+        }),
+    }
 }
 
 /// Who is asking, and which domains they may read. Resolved once per request by the transport
@@ -275,21 +288,7 @@ pub fn assemble(
         own_levels.extend(list.iter().map(|(_, t)| LevelTags::Read(t.clone())));
     }
     for level in levels.into_iter().chain(own_levels.iter()) {
-        if let LevelTags::Read(pairs) = level {
-            for p in pairs {
-                if ontology.key(&p.key).is_some() && !ontology.contains(&p.key, &p.value) {
-                    return Err(CatalogError::TagOutsideOntology {
-                        what: what.to_string(),
-                        key: p.key.clone(),
-                        value: p.value.clone(),
-                        allowed: ontology
-                            .key(&p.key)
-                            .map(|k| k.values.iter().map(|v| v.value.0.clone()).collect())
-                            .unwrap_or_default(),
-                    });
-                }
-            }
-        }
+        check_in_ontology(ontology, level, what)?;
     }
     let contract = Contract {
         freshness_sla: glue

@@ -637,12 +637,12 @@ impl Target {
             Some(t) => format!("table {domain}.{t} is not in the catalog: treated as a new table of domain {domain}"),
             None => format!("no table named: treated as a new table of domain {domain}"),
         };
-        let mut keys: Vec<String> = inherited
+        // In key order: the tags are a map sorted by key.
+        let keys: Vec<String> = inherited
             .iter()
             .filter(|(_, t)| t.state == FieldState::Present)
             .filter_map(|(k, t)| t.value().map(|v| format!("{k}={v}")))
             .collect();
-        keys.sort();
         let inherits = if keys.is_empty() {
             format!(
                 "the {} database sets no tag it would inherit",

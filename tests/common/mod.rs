@@ -28,6 +28,19 @@ use govcat::tools::{self, Context, Outcome, ToolError};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::Value;
 
+/// Every domain of the demo catalog, sorted.
+pub const ALL_DOMAINS: [&str; 9] = [
+    "analytics",
+    "claims",
+    "customer",
+    "fraud",
+    "hr",
+    "marketing",
+    "payments",
+    "policy",
+    "risk",
+];
+
 /// Prefix of the snapshot directories this module creates (stale ones are removed).
 const SNAPSHOT_DIR_PREFIX: &str = "govcat-test-snapshot-";
 /// Snapshot directories older than this are leftovers of earlier runs.
