@@ -4,7 +4,7 @@
 //! query sets. Unlike `calibration` (fitted per catalog at index time, on tagged columns), this
 //! map is fitted once on every labelled set govcat has — the bundled queries and negatives and
 //! the external retrieval sets, each with its blind alternatives — and checked on the sets it was
-//! not fitted on (`scripts/fit-precedent.py`, figures in `docs/perf/precedent-confidence.md`).
+//! not fitted on (`scripts/fit-precedent.py`, figures in `docs/perf/conversation.md`).
 //!
 //! The sets it is fitted on carry the blind alternatives of their queries, negatives included,
 //! so what alternatives do to the evidence of a true nothing is part of the fit: with the fitted
@@ -28,7 +28,7 @@ pub const FEATURES: [&str; 5] = [
 /// out): ECE 0.045 / 0.047 / 0.087; negatives with an entry >= 0.5: 0 of 28 (bundled); first
 /// direct precedent >= 0.5: 0.826 / 0.854 / 0.600. The fit puts no weight on the description's
 /// own words (`description_lexical`) and most on the best similarity of any phrasing and the
-/// rank: five features, four of them used. `docs/perf/precedent-confidence.md` has the runs.
+/// rank: five features, four of them used. `docs/perf/conversation.md` has the runs.
 pub const INTERCEPT: f64 = -9.2636;
 /// Per [`FEATURES`].
 pub const WEIGHTS: [f64; 5] = [1.7830, 6.6361, 1.6355, 0.0, 3.8770];
