@@ -3,7 +3,8 @@
 # (Debian package `chromium`) and checks that the page a reviewer sees holds its tables:
 # the metric table with a row per mode (queries reports) or the per-key table, the
 # conflicts, the calibration table and a reliability diagram and precision-coverage chart
-# (inline SVG) per key (tags reports). Writes DIR/eval.png. Exits 1 when a table is missing.
+# (inline SVG) per key (tags reports), each bin with its n, axis ticks and the coverage
+# chart's legend. Writes DIR/eval.png (1280 px wide). Exits 1 when a table is missing.
 #
 # Usage: scripts/render-report.sh DIR
 set -euo pipefail
@@ -25,12 +26,19 @@ from html.parser import HTMLParser
 class Tables(HTMLParser):
     def __init__(self):
         super().__init__(); self.tables = {}; self.current = None; self.row = None; self.cell = None; self.svgs = []; self.bins = 0
+        self.ticks = 0; self.counts = 0; self.legends = 0
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "svg" and a.get("class") in ("reliability", "coverage"):
             self.svgs.append((a["class"], a.get("data-key")))
         if tag == "rect" and a.get("class") == "bin":
             self.bins += 1
+        if tag == "text" and a.get("class") == "tick":
+            self.ticks += 1
+        if tag == "text" and a.get("class") == "n":
+            self.counts += 1
+        if tag == "g" and a.get("class") == "legend":
+            self.legends += 1
         if tag == "table":
             self.current = a.get("id") or a.get("class") or f"table{len(self.tables)}"
             self.tables.setdefault(self.current, [])
@@ -65,7 +73,10 @@ elif "keys" in t.tables:
         drawn = [k for c, k in t.svgs if c == kind]
         assert drawn == keys, f"{kind} charts drawn for {drawn}, not for every key {keys}"
     assert t.bins > 0, "no reliability bin drawn"
-    print(f"render-report: per-key table rendered for {', '.join(keys)}; {len(t.tables['conflicts']) - 1} conflicts listed; reliability and coverage charts for every key ({t.bins} bins)")
+    assert t.counts == t.bins, f"{t.bins} reliability bins but {t.counts} of them show their n"
+    assert t.ticks >= 10 * len(t.svgs), "a chart lacks its axis ticks (0, 0.25, 0.5, 0.75, 1 on both axes)"
+    assert t.legends == len(keys), f"{t.legends} precision-coverage legends for {len(keys)} keys"
+    print(f"render-report: per-key table rendered for {', '.join(keys)}; {len(t.tables['conflicts']) - 1} conflicts listed; reliability and coverage charts for every key ({t.bins} bins, each with its n; ticks; a legend per coverage chart)")
 else:
     sys.exit("render-report: the rendered page has neither a metrics nor a keys table")
 PY

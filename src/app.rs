@@ -183,6 +183,65 @@ fn source_text(options: &Options, identity: &SourceIdentity) -> String {
     }
 }
 
+/// Whether a rebuild for the catalog and ontology in effect belongs in an index of its own:
+/// the default `index/` with a catalog or ontology other than the default. Rebuilding
+/// `index/` there would replace the snapshot every command without those flags reads.
+fn needs_own_index(options: &Options) -> bool {
+    same_path(&options.index, Path::new(crate::DEFAULT_INDEX_DIR))
+        && !(default_source(options) && default_ontology(options))
+}
+
+/// The index a catalog other than the default gets: `index/catalogs/<name>`, the name from the
+/// catalog folder (its parent's when the folder is called `catalog`), else from the ontology
+/// file's folder; `aws` for the AWS source.
+fn own_index_dir(options: &Options) -> PathBuf {
+    let name_of = |p: &Path| {
+        let p = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let last = p.file_name().map(|n| n.to_string_lossy().to_string());
+        match last.as_deref() {
+            Some("catalog") | Some("ontology.json") | None => p
+                .parent()
+                .and_then(|q| q.file_name())
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_else(|| "other".into()),
+            Some(n) => n.trim_end_matches(".json").to_string(),
+        }
+    };
+    let name = if options.source == SourceKind::Aws {
+        "aws".to_string()
+    } else if !default_source(options) {
+        name_of(&options.catalog)
+    } else {
+        name_of(&options.ontology)
+    };
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    options.index.join("catalogs").join(name)
+}
+
+/// The step that builds the right snapshot (`target`: "for <catalog>", "with <ontology>"): in
+/// an index of its own where [`needs_own_index`], else a rebuild of `--index`.
+fn own_index_step(options: &Options, target: String) -> Step {
+    if needs_own_index(options) {
+        Step::SeparateIndex {
+            index: shell_quote(&own_index_dir(options).display().to_string()),
+            why: format!("to build one {target}"),
+        }
+    } else {
+        Step::Index {
+            why: format!("to rebuild it {target}"),
+        }
+    }
+}
+
 /// Refuses a snapshot built from another catalog or ontology than the ones in use
 /// (`SnapshotSourceMismatch`), naming both sides and the command that builds the right one.
 /// The same catalog with other contents is staleness (the freshness fields say so), not a
@@ -215,16 +274,15 @@ pub fn check_snapshot_source(
             .with("ontology_checksum", ontology.checksum())
             .next(step)
     };
+    let rebuild = |why: String| own_index_step(options, why);
     match &manifest.source {
         Some(built) if *built != using => {
             let step = match built {
-                SourceIdentity::Dir { path } => Step::IndexOrPass {
+                SourceIdentity::Dir { path } if !needs_own_index(options) => Step::IndexOrPass {
                     why: format!("to rebuild it for {reads}"),
                     instead: vec!["--catalog".into(), shell_quote(path)],
                 },
-                SourceIdentity::Aws { .. } => Step::Index {
-                    why: format!("to rebuild it for {reads}"),
-                },
+                _ => rebuild(format!("for {reads}")),
             };
             return Err(mismatch(
                 format!("{dir} holds a snapshot of {built}, but this command reads {reads}"),
@@ -234,9 +292,7 @@ pub fn check_snapshot_source(
         None if !default_source(options) => {
             return Err(mismatch(
                 format!("{dir} holds snapshot {}, written before govcat recorded which catalog a snapshot is of, so it cannot show it is of {reads}, which this command reads", manifest.id),
-                Step::Index {
-                    why: format!("to rebuild it for {reads}"),
-                },
+                rebuild(format!("for {reads}")),
             ));
         }
         _ => {}
@@ -249,7 +305,7 @@ pub fn check_snapshot_source(
         ontology.version,
         short(&checksum)
     );
-    let why = format!("to rebuild it with {}", options.ontology.display());
+    let why = || rebuild(format!("with {}", options.ontology.display()));
     match &manifest.ontology_checksum {
         Some(built) if *built != checksum => Err(mismatch(
             format!(
@@ -257,11 +313,11 @@ pub fn check_snapshot_source(
                 manifest.ontology_version,
                 short(built)
             ),
-            Step::Index { why },
+            why(),
         )),
         None if !default_ontology(options) => Err(mismatch(
             format!("{dir} holds snapshot {}, written before govcat recorded which ontology a snapshot is built with, so it cannot show it was built with {using_ontology}, which this command reads", manifest.id),
-            Step::Index { why },
+            why(),
         )),
         _ => Ok(()),
     }

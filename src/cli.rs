@@ -563,16 +563,9 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                     &bar,
                 )?;
                 let mut summary = format!(
-                    "{:<12} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9}\n",
-                    "MODE",
-                    "QUERIES",
-                    "RECALL@5",
-                    "SUCC@5",
-                    "MRR",
-                    "NDCG@10",
-                    "OOV",
-                    "NDCG/BASE",
-                    "MRR/BASE"
+                    "{:<12} {:>9} {:>9} {:>9} {:>7} {:>8} {:>7} {:>10} {:>9} {:>9} {:>13}\n{:<12} {:>9} {:>9} {:>9} {:>7} {:>8} {:>7} {:>10} {:>9} {:>9} {:>13}\n",
+                    "mode", "labelled", "recall", "success", "MRR", "nDCG", "out of", "nDCG", "MRR", "negative", "negatives: a",
+                    "", "queries", "@5", "@5", "", "@10", "vocab.", "/baseline", "/baseline", "queries", "dense-only hit",
                 );
                 let base = r.modes.get("baseline").map(|b| b.metrics);
                 let mut marked = false;
@@ -584,7 +577,7 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                         below(v, base.as_ref().filter(|_| mode != "baseline").map(f))
                     };
                     let row = format!(
-                        "{:<12} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9}\n",
+                        "{:<12} {:>9} {:>9} {:>9} {:>7} {:>8} {:>7} {:>10} {:>9} {:>9} {:>13}\n",
                         mode,
                         x.queries,
                         against(|m| m.recall_at_5),
@@ -594,10 +587,20 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                         x.out_of_vocabulary,
                         ratio(m.ratio_to_baseline.and_then(|r| r.ndcg_at_10)),
                         ratio(m.ratio_to_baseline.and_then(|r| r.mrr)),
+                        m.negatives,
+                        m.negatives_with_semantic_only
+                            .map_or("-".to_string(), |x| format!("{x:.3}")),
                     );
                     marked |= row.contains('!');
                     summary += &row;
                 }
+                let labelled = r.modes.values().next().map_or(0, |m| m.metrics.queries);
+                let negatives = r.modes.values().next().map_or(0, |m| m.negatives);
+                summary += &format!(
+                    "{} queries ({labelled} labelled, {negatives} negative: about something the catalog does not hold; the metrics are of the labelled ones), split {}\nnegatives: a dense-only hit = the share of negative queries whose answer holds an entry only the dense side found (an answer to a question the catalog cannot answer; lower is better)\n",
+                    labelled + negatives,
+                    r.request.split.as_str(),
+                );
                 if marked {
                     summary += "! below the baseline of the same run\n";
                 }
@@ -620,36 +623,7 @@ fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                 ctx.retrieval = crate::retrieval::Params::with_overrides(ctx.retrieval, params)
                     .map_err(|problem| ToolError::new("InvalidArguments", problem))?;
                 let r = tags::run_with(&ctx, *exclude, *min_confidence, &bar)?;
-                let mut summary = format!(
-                    "{:<16} {:>7} {:>10} {:>8} {:>9} {:>9} {:>12}\n",
-                    "KEY",
-                    "COLUMNS",
-                    "ACCURACY@1",
-                    "COVERAGE",
-                    "ANSWERED",
-                    "MAJORITY",
-                    "NAME-OVERLAP"
-                );
-                let mut marked = false;
-                for (key, k) in &r.keys {
-                    let best_baseline = k.baseline_majority.max(k.baseline_name_overlap);
-                    let accuracy = below(k.accuracy_at_1, Some(best_baseline));
-                    marked |= accuracy.ends_with('!');
-                    summary += &format!(
-                        "{:<16} {:>7} {:>10} {:>8.3} {:>9} {:>9.3} {:>12.3}\n",
-                        key,
-                        k.columns,
-                        accuracy,
-                        k.coverage,
-                        k.accuracy_when_answered
-                            .map_or("-".to_string(), |x| format!("{x:.3}")),
-                        k.baseline_majority,
-                        k.baseline_name_overlap
-                    );
-                }
-                if marked {
-                    summary += "! accuracy@1 below a baseline (majority or name overlap)\n";
-                }
+                let mut summary = tags_summary(&r);
                 summary += &calibration_summary(&r.calibration);
                 match &r.snapshot_calibration {
                     Some(map) => {
@@ -766,20 +740,79 @@ impl crate::index::Progress for Bar {
     }
 }
 
+/// The accuracy table of `govcat eval tags`, headed in words. Without `--min-confidence`,
+/// right@1 (no answer counts as wrong) is held against the better baseline; with it, abstaining
+/// is what was asked for, so the answered columns' share right is held against the baselines on
+/// those same columns, and the abstentions are counted apart.
+fn tags_summary(r: &crate::eval::tags::TagsReport) -> String {
+    let gated = r.request.min_confidence.is_some();
+    let mut out = format!(
+        "{:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10}\n{:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10}\n",
+        "key", "columns", "right", "answered", "abstained", "right when", "baseline:", "baseline:",
+        "", "checked", "(of all)", "(share)", "", "answered", "majority", "name words",
+    );
+    let mut marked = false;
+    for (key, k) in &r.keys {
+        let (right, when) = if gated {
+            let when = below(
+                k.accuracy_when_answered.unwrap_or(0.0),
+                k.baseline_when_answered,
+            );
+            (format!("{:.3} ", k.accuracy_at_1), when)
+        } else {
+            let best = k.baseline_majority.max(k.baseline_name_overlap);
+            let when = k
+                .accuracy_when_answered
+                .map_or("-".to_string(), |x| format!("{x:.3} "));
+            (below(k.accuracy_at_1, Some(best)), when)
+        };
+        marked |= right.ends_with('!') || when.ends_with('!');
+        out += &format!(
+            "{:<16} {:>7} {:>9} {:>9.3} {:>9} {:>10} {:>10.3} {:>10.3}\n",
+            key,
+            k.columns,
+            right,
+            k.coverage,
+            k.abstained,
+            when,
+            k.baseline_majority,
+            k.baseline_name_overlap
+        );
+    }
+    if marked {
+        out += if gated {
+            "! right when answered is below the better baseline on the same answered columns\n"
+        } else {
+            "! right (no answer counts as wrong) is below the better baseline (majority value, or the value of the column whose name shares the most words)\n"
+        };
+    }
+    if let Some(m) = r.request.min_confidence {
+        out += &format!("abstained: no proposal, or one below --min-confidence {m}; they are not counted against the baselines\n");
+    }
+    out
+}
+
 /// The calibration table of `govcat eval tags`: per key, held-out proposals, ECE, what
 /// confidence ≥ 0.9 keeps, and coverage at 0.90 / 0.95 precision next to the raw
 /// precedent_weight's.
 fn calibration_summary(c: &crate::eval::tags::CalibrationReport) -> String {
     let mut out = format!(
-        "confidence, {}:\n{:<16} {:>8} {:>6} {:>12} {:>14} {:>20} {:>18}\n",
+        "confidence, {}:\n{:<16} {:>8} {:>6} {:>12} {:>14} {:>20} {:>18}\n{:<16} {:>8} {:>6} {:>12} {:>14} {:>20} {:>18}\n",
         c.split,
-        "KEY",
-        "HELD-OUT",
-        "ECE",
-        "P@CONF>=0.9",
-        "COV@CONF>=0.9",
-        "RAW P/COV@CAL 0.9",
-        "COV@P0.90 CONF/RAW"
+        "key",
+        "held-out",
+        "calib.",
+        "confidence",
+        "≥ 0.9:",
+        "raw share ≥ 0.9:",
+        "kept at 90 % right:",
+        "",
+        "proposals",
+        "error",
+        "≥ 0.9: right",
+        "share kept",
+        "right / kept",
+        "confidence / raw",
     );
     let mut row = |key: &str, k: &crate::eval::tags::KeyCalibration| {
         out += &format!(
@@ -813,6 +846,7 @@ fn calibration_summary(c: &crate::eval::tags::CalibrationReport) -> String {
         row(key, k);
     }
     row("(all keys)", &c.all_keys);
+    out += "calib. error: expected calibration error (0 = each confidence is the share right); raw share: precedent_weight before calibration\n";
     out
 }
 

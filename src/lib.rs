@@ -30,6 +30,8 @@
 //!   table's description), the tantivy (BM25, exact column name) and dense (exact scan or HNSW) indexes, the
 //!   manifest, embedding reuse across rebuilds, atomic publish (unattended rebuilds refuse a
 //!   catalog that shrank), checked load, per-document scope ids, hot swap and the file watcher.
+//!   Two rooms: `index/build.rs` (collect → expand → embed → write → calibrate → publish) and
+//!   `index/format.rs` (the files on disk, the manifest, publishing `CURRENT`, loading).
 //! - [`retrieval`]: hybrid search over a snapshot in stages (candidates per side within the
 //!   caller's scope, reciprocal-rank fusion with the similarity floor, key columns weighted
 //!   down unless an identifier is asked for, total order — per phrasing, the description and
@@ -51,7 +53,9 @@
 //! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp` with bounded sessions, REST
 //!   `/v1/tools`, health, metrics, RFC 9728 metadata) behind the token guard, and MCP over
 //!   stdio; thin adapters over `tools::call` that audit every call and refuse to answer one
-//!   they could not audit.
+//!   they could not audit. `server/args.rs` holds the serve flags, `server/hosts.rs` the
+//!   Host/Origin policy, `server/supply.rs` where the served snapshot comes from (start,
+//!   `--refresh`, `--watch`, `--follow`); `server/mod.rs` the app state and the entry points.
 //! - [`eval`]: quality measured on any catalog (`govcat eval queries|tags`): recall, MRR,
 //!   nDCG and leave-one-out tag accuracy, each next to a textbook baseline of the same run;
 //!   JSON and a self-contained HTML report. The `quality` bench uses the same code.

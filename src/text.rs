@@ -3,6 +3,16 @@
 //! (lower case, `ä` → `a`, `ß` → `ss`) and the split of a run-together word (`seriesnumber`)
 //! into the catalog's own words.
 
+/// `n` and the noun, singular for one: `count(1, "column")` → `1 column`, `count(3, "column")` →
+/// `3 columns` (the nouns messages count take a plain `s`).
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Splits identifiers on `_`, `-`, `.`, digits boundaries and camelCase humps.
 /// `claimHandlerId` → `claim Handler Id`; `vn_gebdat` → `vn gebdat`; `HTTPStatus` → `HTTP Status`.
 pub fn split_identifier(name: &str) -> String {
@@ -108,6 +118,13 @@ pub fn push_run_together_parts<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_column_is_singular_and_every_other_count_plural() {
+        assert_eq!(count(1, "column"), "1 column");
+        assert_eq!(count(0, "column"), "0 columns");
+        assert_eq!(count(3, "column"), "3 columns");
+    }
 
     fn freq(word: &str) -> u64 {
         match word {

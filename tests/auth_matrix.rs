@@ -222,7 +222,7 @@ async fn read_domains(
     if missing.is_empty() {
         return Json(json!({"read": wanted})).into_response();
     }
-    let refusal = ToolError::insufficient_scope(missing);
+    let refusal = ToolError::insufficient_search_scope(missing);
     match auth::scope_challenge(&refusal, RM_URL) {
         Some(challenge) => challenge,
         None => Json(refusal.to_json()).into_response(),
@@ -649,7 +649,7 @@ async fn out_of_scope_domains_get_one_403_naming_every_missing_scope() {
         refused.body,
         json!({
             "error": "InsufficientScope",
-            "message": "this request needs the scope(s) catalog:claims:read catalog:policy:read; ask your administrator for them, or leave the domain out to search what you may read",
+            "message": "this request needs the scope(s) catalog:claims:read catalog:policy:read; ask your administrator for them, or leave `domains` out to search every domain you may read",
             "required_scopes": ["catalog:claims:read", "catalog:policy:read"],
             "resource_metadata": RM_URL,
         })

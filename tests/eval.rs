@@ -186,6 +186,8 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
                 "accuracy@1",
                 "coverage",
                 "accuracy_when_answered",
+                "abstained",
+                "baseline_when_answered",
                 "baseline_majority",
                 "baseline_name_overlap",
                 "confusion"
@@ -206,6 +208,14 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
             k["columns"].as_u64(),
             "{key}: every column in the confusion table"
         );
+        // Abstentions are the confusion table's "(no answer)" column, counted apart.
+        let no_answer: u64 = k["confusion"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter_map(|row| row.get(tags::NO_ANSWER).and_then(Value::as_u64))
+            .sum();
+        assert_eq!(k["abstained"].as_u64(), Some(no_answer), "{key}");
     }
     assert_eq!(r.columns + r.untagged_columns, 723);
     assert_eq!(v["request"]["exclude"], "column");
@@ -266,6 +276,19 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
     }
     assert!(html.contains("<table id=\"keys\">"));
     assert!(html.contains("<table id=\"conflicts\">"));
+    // A reviewer reads each bin's n over its bar, and every chart has its ticks.
+    let bins = html.matches("<rect class=\"bin\"").count();
+    assert!(bins > 0);
+    assert_eq!(html.matches("<text class=\"n\"").count(), bins);
+    assert_eq!(
+        html.matches("<text class=\"tick\"").count(),
+        2 * 5 * 2 * ontology_keys.len(),
+        "five ticks on both axes of both charts of every key"
+    );
+    assert_eq!(
+        html.matches("<g class=\"legend\"").count(),
+        ontology_keys.len()
+    );
     for key in &ontology_keys {
         assert!(
             html.contains(&format!("<tr><td class=\"l\">{key}</td>")),

@@ -511,11 +511,40 @@ fn a_shared_directory_is_followed_the_same_way_with_its_fault_pair() {
     for r in [&a, &b] {
         let broken = failing(r, &["vectors.f32", "does not exist"]);
         assert_eq!(broken["snapshot"]["id"], json!(first));
+        let said = broken["follow"]["last_error"].as_str().expect("last_error");
+        assert!(!said.contains("(does not exist)"), "{said}");
         answers_from(r, &first);
     }
     std::fs::copy(from.join("vectors.f32"), to.join("vectors.f32")).expect("copy");
     serving(&a, &second);
     serving(&b, &second);
+
+    // A replica with nothing to serve, following a folder whose CURRENT names no snapshot:
+    // its lag grows from the first failed poll (an alert fires), and a retrieval call is told
+    // the replica's next step (publish again), not an indexer's.
+    let garbled = f.tmp.path().join("garbled");
+    std::fs::create_dir_all(&garbled).expect("mkdir");
+    std::fs::write(garbled.join("CURRENT"), "not a snapshot id\n").expect("CURRENT");
+    let garbled_at = garbled.to_str().expect("utf-8").to_string();
+    let c = f.replica("c", &garbled_at, &f.moto.url());
+    let lagging = wait_for("lag_seconds above 0", DEADLINE, || {
+        let (status, r) = readyz(c.addr);
+        (status == 503 && r["follow"]["lag_seconds"].as_u64().is_some_and(|l| l >= 1)).then_some(r)
+    });
+    assert_eq!(lagging["snapshot"]["loaded"], json!(false), "{lagging}");
+    let (status, body) = search(c.addr, json!({"description": QUERY, "limit": 3}));
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"], json!("NoSnapshot"));
+    assert_eq!(
+        body["message"],
+        json!(format!("no snapshot is loaded; this server is a replica of {garbled_at}: ask the operator to publish a snapshot again (`govcat index --publish {garbled_at}` where the indexer runs); the replica takes it up at its next poll, and /readyz `follow.last_error` says what failed"))
+    );
+    // The other half: publishing again, as advised, is what the replica takes up.
+    let v = f.index(&["--publish", &garbled_at]);
+    let id = v["id"].as_str().expect("id").to_string();
+    let ready = serving(&c, &id);
+    assert_eq!(ready["follow"]["lag_seconds"], json!(0), "{ready}");
+    answers_from(&c, &id);
 }
 
 #[test]

@@ -286,10 +286,26 @@ fn insufficient(scopes: &str) -> String {
     )
 }
 
+/// The 403 body of a request that must read a domain (`get_dataset` and the like).
 fn insufficient_body(scopes: &[&str]) -> Value {
+    scope_refusal(
+        scopes,
+        "call the tool `list_domains` to see the domains you may read",
+    )
+}
+
+/// The 403 body of a search narrowed to domains it may not read (`find_precedents`).
+fn insufficient_search_body(scopes: &[&str]) -> Value {
+    scope_refusal(
+        scopes,
+        "leave `domains` out to search every domain you may read",
+    )
+}
+
+fn scope_refusal(scopes: &[&str], instead: &str) -> Value {
     json!({
         "error": "InsufficientScope",
-        "message": format!("this request needs the scope(s) {}; ask your administrator for them, or leave the domain out to search what you may read", scopes.join(" ")),
+        "message": format!("this request needs the scope(s) {}; ask your administrator for them, or {instead}", scopes.join(" ")),
         "required_scopes": scopes,
         "resource_metadata": RM_URL,
     })
@@ -633,7 +649,7 @@ fn asking_for_claims_without_its_scope_is_403_naming_catalog_claims_read() {
     assert_eq!(www_authenticate(&resp), Some(two.as_str()));
     assert_eq!(
         resp.json(),
-        insufficient_body(&["catalog:claims:read", "catalog:policy:read"])
+        insufficient_search_body(&["catalog:claims:read", "catalog:policy:read"])
     );
 
     // The other half: the same requests inside the caller's scopes are answered.
@@ -1224,9 +1240,10 @@ fn mcp_stdio_audits_each_call_with_its_environment_caller() {
         "tools/call",
         json!({"name": "get_dataset", "arguments": {"domain": "claims", "table": "claim"}}),
     );
+    // get_dataset cannot leave its domain out: the way out is the readable domains.
     assert_eq!(
-        common::mcp_tool_error(&refused["result"])["error"],
-        json!("InsufficientScope")
+        common::mcp_tool_error(&refused["result"])["message"],
+        insufficient_body(&["catalog:claims:read"])["message"]
     );
     drop(stdio);
     let lines: Vec<Value> = std::fs::read_to_string(&log)

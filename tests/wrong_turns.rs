@@ -232,6 +232,49 @@ fn a_snapshot_of_another_catalog_is_refused_and_the_advised_index_fixes_it() {
     );
     c.ok(&suggest);
 
+    // The mirror image (issue 31): the default index/ holds the default catalog and a command
+    // reads another. Rebuilding index/ for it would break every plain command, so the advice
+    // is an index of its own; followed literally, both catalogs then answer.
+    let default = c.canonical("fixtures/catalog");
+    let elsewhere = [
+        "--catalog",
+        "other/catalog",
+        "--json",
+        "search",
+        "claim amount",
+    ];
+    let out = c.run(&elsewhere);
+    assert_eq!(out.status.code(), Some(1));
+    let e = json_of(&out);
+    assert_eq!(e["error"], "SnapshotSourceMismatch");
+    let own = "govcat index --catalog other/catalog --index index/catalogs/other";
+    assert_eq!(
+        e["message"],
+        format!(
+            "index/ holds a snapshot of {default}, but this command reads other/catalog; run `{own}` to build one for other/catalog in an index of its own (rebuilding index/ would replace the snapshot the commands without these flags read), then repeat this command with `--index index/catalogs/other`"
+        )
+    );
+    assert_eq!(
+        advised_commands(e["message"].as_str().expect("message")),
+        vec![own.to_string()]
+    );
+    c.follow(own);
+    let mut repeated = elsewhere.to_vec();
+    repeated.extend(["--index", "index/catalogs/other"]);
+    let found = json_of(&c.ok(&repeated));
+    let domains: Vec<&str> = found["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|x| x["domain"].as_str())
+        .collect();
+    assert!(
+        !domains.is_empty() && domains.iter().all(|d| *d == "claims"),
+        "{found}"
+    );
+    // The default index was left alone: the plain command answers as before.
+    c.ok(&search);
+
     // A changed catalog at the same path is staleness, not a mismatch.
     let table = c.path("fixtures/catalog/domains/policy/tables/customer/get-table.json");
     let text = std::fs::read_to_string(&table).expect("get-table.json");
@@ -261,7 +304,7 @@ fn a_snapshot_of_another_catalog_is_refused_and_the_advised_index_fixes_it() {
     assert_eq!(
         e["message"],
         format!(
-            "index/ holds snapshot {}, written before govcat recorded which catalog a snapshot is of, so it cannot show it is of other/catalog, which this command reads; run `govcat index --catalog other/catalog` to rebuild it for other/catalog",
+            "index/ holds snapshot {}, written before govcat recorded which catalog a snapshot is of, so it cannot show it is of other/catalog, which this command reads; run `govcat index --catalog other/catalog --index index/catalogs/other` to build one for other/catalog in an index of its own (rebuilding index/ would replace the snapshot the commands without these flags read), then repeat this command with `--index index/catalogs/other`",
             id.trim()
         )
     );

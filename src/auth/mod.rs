@@ -198,11 +198,12 @@ impl AuthError {
 
     /// Status, `WWW-Authenticate` and JSON body, ready to send.
     pub fn to_response(&self, resource_metadata_url: &str) -> Response {
-        let mut response = (
-            self.status(),
-            axum::Json(self.to_json(resource_metadata_url)),
-        )
-            .into_response();
+        self.respond(self.to_json(resource_metadata_url), resource_metadata_url)
+    }
+
+    /// Status and `WWW-Authenticate` with `body`.
+    fn respond(&self, body: Value, resource_metadata_url: &str) -> Response {
+        let mut response = (self.status(), axum::Json(body)).into_response();
         if let Ok(value) = HeaderValue::from_str(&self.www_authenticate(resource_metadata_url)) {
             response
                 .headers_mut()
@@ -250,7 +251,17 @@ impl std::error::Error for AuthError {}
 
 /// The 403 response for a tool's `InsufficientScope` error (see [`AuthError::from_tool_error`]).
 pub fn scope_challenge(error: &ToolError, resource_metadata_url: &str) -> Option<Response> {
-    AuthError::from_tool_error(error).map(|e| e.to_response(resource_metadata_url))
+    let challenge = AuthError::from_tool_error(error)?;
+    // The tool's own message: its way out depends on the request (leave `domains` out of a
+    // search; list the readable domains otherwise).
+    let mut body = error.to_json();
+    if let Some(map) = body.as_object_mut() {
+        map.insert(
+            "resource_metadata".into(),
+            Value::String(resource_metadata_url.to_string()),
+        );
+    }
+    Some(challenge.respond(body, resource_metadata_url))
 }
 
 /// Makes text safe inside an RFC 7230 quoted-string (and RFC 6750's narrower

@@ -29,7 +29,9 @@ fn page(title: &str, body: &str) -> String {
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\
 <style>body{{font-family:sans-serif;max-width:1260px;margin:2em auto;color:#222}}\
 table{{border-collapse:collapse;margin:1em 0;font-size:88%}}td,th{{padding:3px 9px;border-bottom:1px solid #ddd;text-align:right;vertical-align:top}}\
-td.l,th.l{{text-align:left}}caption{{text-align:left;font-weight:bold;padding:4px 0}}.bad{{color:#b00}}code{{font-size:90%}}.scroll{{overflow-x:auto;max-width:100%}}</style>\
+td.l,th.l{{text-align:left}}caption{{text-align:left;font-weight:bold;padding:4px 0}}.bad{{color:#b00}}code{{font-size:90%}}.scroll{{overflow-x:auto;max-width:100%}}\
+.charts{{display:flex;flex-wrap:wrap;gap:0 1.5em}}figure{{margin:0.5em 0}}\
+table.confusion th{{max-width:6.5em;overflow-wrap:anywhere;font-size:85%;font-weight:normal}}</style>\
 </head><body><h1>{t}</h1>{body}</body></html>\n",
         t = esc(title)
     )
@@ -248,6 +250,8 @@ fn at(x: f64, y: f64) -> (f64, f64) {
     (MARGIN + x * span, SIDE - MARGIN - y * span)
 }
 
+/// The frame, a light grid with ticks at 0, 0.25, 0.5, 0.75 and 1 on both axes, and the axis
+/// labels.
 fn axes(b: &mut String, x_label: &str, y_label: &str) {
     let (x0, y0) = at(0.0, 0.0);
     let (x1, y1) = at(1.0, 1.0);
@@ -255,20 +259,36 @@ fn axes(b: &mut String, x_label: &str, y_label: &str) {
         b,
         "<rect x=\"{x0}\" y=\"{y1}\" width=\"{w}\" height=\"{w}\" fill=\"none\" stroke=\"#999\"/>\
          <text x=\"{xm}\" y=\"{yb}\" font-size=\"10\" text-anchor=\"middle\">{x}</text>\
-         <text x=\"10\" y=\"{ym}\" font-size=\"10\" text-anchor=\"middle\" transform=\"rotate(-90 10 {ym})\">{y}</text>\
-         <text x=\"{x0}\" y=\"{yb2}\" font-size=\"9\">0</text><text x=\"{x1}\" y=\"{yb2}\" font-size=\"9\" text-anchor=\"end\">1</text>",
+         <text x=\"8\" y=\"{ym}\" font-size=\"10\" text-anchor=\"middle\" transform=\"rotate(-90 8 {ym})\">{y}</text>",
         w = x1 - x0,
         xm = (x0 + x1) / 2.0,
         yb = y0 + 24.0,
-        yb2 = y0 + 11.0,
         ym = (y0 + y1) / 2.0,
         x = esc(x_label),
         y = esc(y_label),
     );
+    for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        let (tx, ty) = at(t, t);
+        let label = if t == 0.0 || t == 1.0 {
+            format!("{t:.0}")
+        } else {
+            format!("{t}")
+        };
+        let _ = write!(
+            b,
+            "<line x1=\"{x0}\" y1=\"{ty}\" x2=\"{x1}\" y2=\"{ty}\" stroke=\"#eee\"/>\
+             <text class=\"tick\" x=\"{lx}\" y=\"{ly:.1}\" font-size=\"8\" text-anchor=\"end\">{label}</text>\
+             <text class=\"tick\" x=\"{tx}\" y=\"{bx:.1}\" font-size=\"8\" text-anchor=\"middle\">{label}</text>",
+            lx = x0 - 3.0,
+            ly = ty + 3.0,
+            bx = y0 + 10.0,
+        );
+    }
 }
 
-/// The reliability diagram of one key: per confidence bin, its accuracy (a bar; the bar's
-/// label is the bin's n) against the diagonal of perfect calibration.
+/// The reliability diagram of one key: per confidence bin, its accuracy (a bar, written over
+/// with the bin's n; the fainter the bar, the fewer proposals it holds) against the diagonal
+/// of perfect calibration.
 fn reliability_svg(key: &str, r: &crate::calibration::Reliability) -> String {
     let mut b = format!(
         "<svg class=\"reliability\" data-key=\"{}\" width=\"{SIDE}\" height=\"{SIDE}\" viewBox=\"0 0 {SIDE} {SIDE}\" role=\"img\" aria-label=\"reliability diagram of {}\">",
@@ -282,13 +302,17 @@ fn reliability_svg(key: &str, r: &crate::calibration::Reliability) -> String {
         b,
         "<line x1=\"{x0}\" y1=\"{y0}\" x2=\"{x1}\" y2=\"{y1}\" stroke=\"#bbb\" stroke-dasharray=\"3 3\"/>"
     );
+    let most = r.bins.iter().map(|bin| bin.n).max().unwrap_or(1).max(1) as f64;
     for bin in &r.bins {
         let Some(acc) = bin.accuracy else { continue };
         let (bx, by) = at(bin.lower, acc);
         let (bx2, _) = at(bin.upper, 0.0);
+        // Opacity by the square root of n: a bin of 7 beside one of 317 reads as thin.
+        let opacity = 0.15 + 0.7 * (bin.n as f64 / most).sqrt();
         let _ = write!(
             b,
-            "<rect class=\"bin\" x=\"{:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#4a7ab0\" fill-opacity=\"0.7\"><title>confidence {:.1}-{:.1}: n {}, mean confidence {}, accuracy {acc:.3}</title></rect>",
+            "<rect class=\"bin\" x=\"{:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#4a7ab0\" fill-opacity=\"{opacity:.2}\" stroke=\"#4a7ab0\"><title>confidence {:.1}-{:.1}: n {}, mean confidence {}, accuracy {acc:.3}</title></rect>\
+             <text class=\"n\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"7\" text-anchor=\"middle\">{}</text>",
             bx + 1.0,
             bx2 - bx - 2.0,
             y0 - by,
@@ -296,14 +320,18 @@ fn reliability_svg(key: &str, r: &crate::calibration::Reliability) -> String {
             bin.upper,
             bin.n,
             bin.mean_confidence.map_or("-".into(), |m| format!("{m:.3}")),
+            (bx + bx2) / 2.0,
+            by - 2.0,
+            bin.n,
         );
     }
     b += "</svg>";
     b
 }
 
-/// The precision–coverage curves of one key: calibrated confidence (solid) and the raw
-/// precedent_weight (dashed).
+/// The precision–coverage curves of one key: calibrated confidence (thick, solid, dark, round
+/// marks) and the raw precedent_weight (thin, dotted, light, square marks): told apart in grey
+/// print too, with a legend inside the chart.
 fn coverage_svg(key: &str, k: &super::tags::KeyCalibration) -> String {
     let mut b = format!(
         "<svg class=\"coverage\" data-key=\"{}\" width=\"{SIDE}\" height=\"{SIDE}\" viewBox=\"0 0 {SIDE} {SIDE}\" role=\"img\" aria-label=\"precision against coverage of {}\">",
@@ -311,26 +339,50 @@ fn coverage_svg(key: &str, k: &super::tags::KeyCalibration) -> String {
         esc(key)
     );
     axes(&mut b, "coverage", "precision");
-    for (curve, style) in [
-        (&k.curve, "stroke=\"#4a7ab0\""),
-        (
-            &k.precedent_weight_curve,
-            "stroke=\"#c0504d\" stroke-dasharray=\"4 3\"",
-        ),
+    const CALIBRATED: &str = "stroke=\"#1f3f73\" stroke-width=\"2.5\"";
+    const RAW: &str = "stroke=\"#d08a3c\" stroke-width=\"1.5\" stroke-dasharray=\"1.5 2.5\"";
+    for (curve, style, round) in [
+        (&k.curve, CALIBRATED, true),
+        (&k.precedent_weight_curve, RAW, false),
     ] {
-        let points: Vec<String> = curve
+        let points: Vec<(f64, f64)> = curve.iter().map(|&(_, c, p)| at(c, p)).collect();
+        let line: Vec<String> = points
             .iter()
-            .map(|&(_, c, p)| {
-                let (x, y) = at(c, p);
-                format!("{x:.1},{y:.1}")
-            })
+            .map(|(x, y)| format!("{x:.1},{y:.1}"))
             .collect();
         let _ = write!(
             b,
-            "<polyline fill=\"none\" stroke-width=\"2\" {style} points=\"{}\"/>",
-            points.join(" ")
+            "<polyline fill=\"none\" {style} points=\"{}\"/>",
+            line.join(" ")
         );
+        for (x, y) in points.iter().step_by(4) {
+            let _ = if round {
+                write!(
+                    b,
+                    "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"2.5\" fill=\"#1f3f73\"/>"
+                )
+            } else {
+                write!(b, "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"4\" height=\"4\" fill=\"none\" stroke=\"#d08a3c\"/>", x - 2.0, y - 2.0)
+            };
+        }
     }
+    let (lx, ly) = at(0.05, 0.2);
+    let _ = write!(
+        b,
+        "<g class=\"legend\" font-size=\"8\"><line x1=\"{lx:.1}\" y1=\"{ly:.1}\" x2=\"{:.1}\" y2=\"{ly:.1}\" {CALIBRATED}/><circle cx=\"{:.1}\" cy=\"{ly:.1}\" r=\"2.5\" fill=\"#1f3f73\"/><text x=\"{:.1}\" y=\"{:.1}\">calibrated confidence</text>\
+         <line x1=\"{lx:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" {RAW}/><rect x=\"{:.1}\" y=\"{:.1}\" width=\"4\" height=\"4\" fill=\"none\" stroke=\"#d08a3c\"/><text x=\"{:.1}\" y=\"{:.1}\">raw precedent_weight</text></g>",
+        lx + 18.0,
+        lx + 9.0,
+        lx + 22.0,
+        ly + 3.0,
+        ly + 12.0,
+        lx + 18.0,
+        ly + 12.0,
+        lx + 7.0,
+        ly + 10.0,
+        lx + 22.0,
+        ly + 15.0,
+    );
     b += "</svg>";
     b
 }
@@ -341,7 +393,7 @@ fn calibration_html(c: &super::tags::CalibrationReport) -> String {
     let mut b = String::new();
     let _ = write!(
         b,
-        "<h2>Confidence</h2><p>A map ({}) {}. Coverage: share of the held-out columns with a present value for the key. Solid: calibrated confidence; dashed: the raw precedent_weight.</p>\
+        "<h2>Confidence</h2><p>A map ({}) {}. Coverage: share of the held-out columns with a present value for the key. Reliability diagrams: a bar per confidence bin, its height the share right, the number over it the proposals in the bin (fainter bars hold fewer). Precision–coverage: thick solid line with round marks = calibrated confidence; thin dotted line with square marks = the raw precedent_weight.</p>\
          <table id=\"calibration\"><tr><th class=\"l\">key</th><th>fitted on</th><th>held-out proposals</th><th>ECE</th><th>precision at confidence &ge; 0.9</th><th>coverage at confidence &ge; 0.9</th><th>precedent_weight threshold from the calibration tables: precision / coverage</th><th>coverage at precision 0.90 / 0.95 / 0.99</th><th>precedent_weight: coverage at precision 0.90 / 0.95 / 0.99</th></tr>",
         esc(&c.map.method),
         esc(c.split)
@@ -381,7 +433,7 @@ fn calibration_html(c: &super::tags::CalibrationReport) -> String {
     for (key, k) in &c.keys {
         let _ = write!(
             b,
-            "<figure><figcaption>{}</figcaption>{}{}</figure>",
+            "<figure><figcaption>{} <small>(numbers over the bars: proposals per bin)</small></figcaption>{}{}</figure>",
             esc(key),
             reliability_svg(key, &k.held_out),
             coverage_svg(key, k)
@@ -409,23 +461,43 @@ pub fn tags_html(r: &TagsReport) -> String {
         esc(q.description_of_a_column),
         r.wall_seconds
     );
-    b += "<table id=\"keys\"><caption>Accuracy by key</caption><tr><th class=\"l\">key</th><th>columns</th><th>accuracy@1</th><th>coverage</th><th>accuracy when answered</th><th>baseline: majority</th><th>baseline: name overlap</th></tr>";
+    let gated = q.min_confidence.is_some();
+    b += "<table id=\"keys\"><caption>Accuracy by key</caption><tr><th class=\"l\">key</th><th>columns</th><th>accuracy@1 (no answer = wrong)</th><th>coverage</th><th>abstained</th><th>accuracy when answered</th><th>best baseline on the answered columns</th><th>baseline: majority</th><th>baseline: name overlap</th></tr>";
     for (key, k) in &r.keys {
-        let below = k.accuracy_at_1 < k.baseline_majority.max(k.baseline_name_overlap);
+        // Under min_confidence abstaining is what was asked: held against the baselines on the
+        // answered columns only.
+        let (whole_bad, answered_bad) = if gated {
+            let bad = k
+                .baseline_when_answered
+                .is_some_and(|b| k.accuracy_when_answered.unwrap_or(0.0) < b);
+            (false, bad)
+        } else {
+            (
+                k.accuracy_at_1 < k.baseline_majority.max(k.baseline_name_overlap),
+                false,
+            )
+        };
+        let bad = |b: bool| if b { " class=\"bad\"" } else { "" };
         let _ = write!(
             b,
-            "<tr><td class=\"l\">{}</td><td>{}</td><td{}>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td>{}</td><td{}>{}</td><td>{}</td><td>{}</td><td{}>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(key),
             k.columns,
-            if below { " class=\"bad\"" } else { "" },
+            bad(whole_bad),
             f3(k.accuracy_at_1),
             f3(k.coverage),
+            k.abstained,
+            bad(answered_bad),
             opt3(k.accuracy_when_answered),
+            opt3(k.baseline_when_answered),
             f3(k.baseline_majority),
             f3(k.baseline_name_overlap)
         );
     }
     b += "</table>";
+    if let Some(m) = q.min_confidence {
+        let _ = write!(b, "<p>Run with min_confidence {m}: keys below it abstain; accuracy when answered is held against the best baseline on the same answered columns (red when below).</p>");
+    }
     b += &calibration_html(&r.calibration);
     b += "<h2>Confusion</h2>";
     for (key, k) in &r.keys {

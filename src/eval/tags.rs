@@ -45,6 +45,12 @@ pub struct KeyReport {
     pub coverage: f64,
     /// Correct proposals / proposals (`null` when none was made).
     pub accuracy_when_answered: Option<f64>,
+    /// Columns the suggestion abstained on (no proposal, or one below `min_confidence`).
+    pub abstained: usize,
+    /// The better baseline's accuracy on the answered columns only (`null` when none was
+    /// answered): what `accuracy_when_answered` is compared with, so that abstaining under
+    /// `min_confidence` is not counted as a loss against a baseline that answers everything.
+    pub baseline_when_answered: Option<f64>,
     /// Accuracy of always answering the key's most common value among the other columns.
     pub baseline_majority: f64,
     /// Accuracy of the value of the other column whose name shares the most words (majority
@@ -353,6 +359,8 @@ pub fn run_with(
         answered: usize,
         majority: usize,
         overlap: usize,
+        majority_answered: usize,
+        overlap_answered: usize,
         confusion: BTreeMap<String, BTreeMap<String, usize>>,
     }
     let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
@@ -407,6 +415,10 @@ pub fn run_with(
                 t.answered += usize::from(proposed.is_some());
                 t.majority += usize::from(majority_value.as_deref() == Some(real));
                 t.overlap += usize::from(overlap_value.as_deref() == Some(real));
+                if proposed.is_some() {
+                    t.majority_answered += usize::from(majority_value.as_deref() == Some(real));
+                    t.overlap_answered += usize::from(overlap_value.as_deref() == Some(real));
+                }
                 *t.confusion
                     .entry(real.to_string())
                     .or_default()
@@ -454,6 +466,9 @@ pub fn run_with(
                     accuracy_at_1: share(t.correct, t.columns),
                     coverage: share(t.answered, t.columns),
                     accuracy_when_answered: (t.answered > 0).then(|| share(t.correct, t.answered)),
+                    abstained: t.columns - t.answered,
+                    baseline_when_answered: (t.answered > 0)
+                        .then(|| share(t.majority_answered.max(t.overlap_answered), t.answered)),
                     baseline_majority: share(t.majority, t.columns),
                     baseline_name_overlap: share(t.overlap, t.columns),
                     confusion: t.confusion,
@@ -481,6 +496,8 @@ pub fn run_with(
                 ("accuracy@1", "held-out columns whose suggest_tags proposal equals the real value / held-out columns with a present value for the key"),
                 ("coverage", "held-out columns that got a proposal for the key / held-out columns with a present value"),
                 ("accuracy_when_answered", "correct proposals / proposals"),
+                ("abstained", "held-out columns with a present value for the key that got no proposal (none, or below min_confidence)"),
+                ("baseline_when_answered", "the better of baseline_majority and baseline_name_overlap, on the answered columns only: compare accuracy_when_answered with it"),
                 ("baseline_majority", "accuracy of always proposing the key's most common value among the columns the suggestion may see"),
                 ("baseline_name_overlap", "accuracy of proposing the value of the visible column whose name shares the most words (majority among ties; the most common value when none shares a word)"),
                 ("confidence", "proposal.confidence: the share of proposals with the same evidence that were right, from a monotone logistic map per key (calibration.map) fitted on the calibration tables' leave-one-out and measured on the held-out tables"),

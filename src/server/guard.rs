@@ -415,7 +415,11 @@ pub async fn mcp_gate(
         if let Err(e) = state.audit(time, &who, Transport::Mcp, call, started) {
             return audit_unavailable(&e);
         }
-        let refusal = ToolError::insufficient_scope(missing);
+        let refusal = if r.tool() == Some("find_precedents") {
+            ToolError::insufficient_search_scope(missing)
+        } else {
+            ToolError::insufficient_scope(missing)
+        };
         return error_response(&refusal, state.resource_metadata_url());
     }
     let slot = AuditSlot::default();

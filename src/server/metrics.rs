@@ -325,7 +325,7 @@ fn render_follow(out: &mut String, f: &crate::sync::follow::FollowStatus) {
         let _ = writeln!(out, "govcat_follow_errors_total{{reason=\"{reason}\"}} {n}");
     }
     if let Some(lag) = f.lag_seconds {
-        *out += "# HELP govcat_follow_lag_seconds Seconds since the published CURRENT first named a snapshot other than the served one (0 when they are the same).\n";
+        *out += "# HELP govcat_follow_lag_seconds Seconds since the replica last served what the published CURRENT names: since CURRENT first named another snapshot or a poll first failed (0 when in step).\n";
         *out += "# TYPE govcat_follow_lag_seconds gauge\n";
         let _ = writeln!(out, "govcat_follow_lag_seconds {lag}");
     }

@@ -160,7 +160,18 @@ impl Follow {
             }
             Err(e) => {
                 *st.errors.entry(e.reason).or_default() += 1;
-                tracing::error!(object = %e.object, reason = e.reason, error = %e, "following {} failed; the served snapshot stays", self.store.location());
+                // Whatever failed, this replica cannot show it serves what is published: the
+                // lag runs from the first failed poll (a `CURRENT` that names no snapshot
+                // included) until a poll succeeds.
+                st.behind_since.get_or_insert(now);
+                match &served {
+                    Some(id) => {
+                        tracing::error!(object = %e.object, reason = e.reason, error = %e, "following {} failed; snapshot {id} stays served", self.store.location())
+                    }
+                    None => {
+                        tracing::error!(object = %e.object, reason = e.reason, error = %e, "following {} failed; no snapshot is served until a poll succeeds", self.store.location())
+                    }
+                }
                 st.last_error = Some(e.to_string());
                 if served.is_none() {
                     handle.record_load_failure(&e.to_string());
@@ -320,8 +331,15 @@ impl Follow {
                         reason::MISSING,
                         e.object,
                         format!(
-                            "listed in the manifest of snapshot {id} but does not exist ({})",
-                            e.problem
+                            "listed in the manifest of snapshot {id} but does not exist{}",
+                            // S3 names its code ("NoSuchKey: ..."); a directory has none.
+                            match self.store.location() {
+                                super::Location::S3 { .. } => format!(
+                                    " ({})",
+                                    e.problem.split(':').next().unwrap_or_default()
+                                ),
+                                super::Location::Dir(_) => String::new(),
+                            }
                         ),
                         format!("the published snapshot is incomplete; {again}"),
                     )

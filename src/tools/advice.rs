@@ -30,11 +30,22 @@ pub enum Step {
     /// [`Step::Index`], or use the snapshot as it is by passing `instead` (flags naming the
     /// catalog it was built from).
     IndexOrPass { why: String, instead: Vec<String> },
+    /// Build a snapshot in an index of its own (`index`, quoted), because rebuilding the
+    /// default one would replace the snapshot that commands without these flags read; then
+    /// repeat the command with `--index`.
+    SeparateIndex { index: String, why: String },
+    /// A replica (`serve --follow`) has nothing to serve: the indexer publishes again to
+    /// `location`, and the replica takes it up at its next poll.
+    Publish { location: String },
     /// See the domains.
     ListDomains,
     /// Read one of a domain's tables.
     GetDataset { domain: String },
 }
+
+/// Why a catalog other than the default gets an index of its own.
+const SEPARATE_INDEX_WHY: &str =
+    "rebuilding index/ would replace the snapshot the commands without these flags read";
 
 /// `govcat <command> <flags...>`: the one way a command is written in a message.
 pub fn command(flags: &[String], command: &str) -> String {
@@ -83,6 +94,32 @@ impl Step {
                 "{}, or pass `{}` to use the snapshot as it is",
                 operator(why),
                 instead.join(" ")
+            ),
+            (Step::SeparateIndex { index, why }, Surface::Cli { flags }) => {
+                let mut own = flags.clone();
+                own.extend(["--index".to_string(), index.clone()]);
+                format!(
+                    "run `{}` {why} in an index of its own ({}), then repeat this command with `--index {index}`",
+                    command(&own, "index"),
+                    SEPARATE_INDEX_WHY
+                )
+            }
+            (Step::SeparateIndex { index, why }, Surface::Tools { flags }) => {
+                let mut own = flags.clone();
+                own.extend(["--index".to_string(), index.clone()]);
+                format!(
+                    "ask the operator to run `{}` {why} in an index of its own ({}) and to serve with `--index {index}`",
+                    command(&own, "index"),
+                    SEPARATE_INDEX_WHY
+                )
+            }
+            (Step::Publish { location }, Surface::Cli { .. }) => format!(
+                "run `govcat index --publish {}` where the indexer runs (with its catalog flags); this replica takes the snapshot up at its next poll",
+                shell_quote(location)
+            ),
+            (Step::Publish { location }, Surface::Tools { .. }) => format!(
+                "this server is a replica of {location}: ask the operator to publish a snapshot again (`govcat index --publish {}` where the indexer runs); the replica takes it up at its next poll, and /readyz `follow.last_error` says what failed",
+                shell_quote(location)
             ),
             (Step::ListDomains, Surface::Cli { flags }) => {
                 format!("run `{}` to see the domains", command(flags, "list-domains"))
@@ -179,6 +216,42 @@ mod tests {
         assert_eq!(
             Step::ListDomains.render(&Surface::default()),
             "call the tool `list_domains` to see the domains"
+        );
+    }
+
+    #[test]
+    fn another_catalog_is_built_into_an_index_of_its_own_on_every_surface() {
+        let step = Step::SeparateIndex {
+            index: "index/catalogs/mimic".into(),
+            why: "to build one for m/catalog".into(),
+        };
+        let flags = vec!["--catalog".to_string(), "m/catalog".to_string()];
+        assert_eq!(
+            step.render(&Surface::Cli { flags: flags.clone() }),
+            "run `govcat index --catalog m/catalog --index index/catalogs/mimic` to build one for m/catalog in an index of its own (rebuilding index/ would replace the snapshot the commands without these flags read), then repeat this command with `--index index/catalogs/mimic`"
+        );
+        assert_eq!(
+            step.render(&Surface::Tools { flags }),
+            "ask the operator to run `govcat index --catalog m/catalog --index index/catalogs/mimic` to build one for m/catalog in an index of its own (rebuilding index/ would replace the snapshot the commands without these flags read) and to serve with `--index index/catalogs/mimic`"
+        );
+    }
+
+    #[test]
+    fn a_replica_is_told_to_publish_again_not_to_index_here() {
+        let publish = Step::Publish {
+            location: "s3://b/p".into(),
+        };
+        let index = Step::Index {
+            why: "to build one".into(),
+        };
+        let tools = Surface::default();
+        assert_eq!(
+            publish.render(&tools),
+            "this server is a replica of s3://b/p: ask the operator to publish a snapshot again (`govcat index --publish s3://b/p` where the indexer runs); the replica takes it up at its next poll, and /readyz `follow.last_error` says what failed"
+        );
+        assert_eq!(
+            index.render(&tools),
+            "ask the operator to run `govcat index` to build one"
         );
     }
 

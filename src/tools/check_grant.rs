@@ -7,6 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::advice::Step;
 use super::{CacheScope, Caller, Context, ToolError};
 use crate::catalog::boundary::Clause;
 use crate::catalog::{Column, Domain, FieldState, TableName, TagState};
@@ -161,20 +162,27 @@ pub fn evaluate(column: &Column, grants: &[Grant]) -> Verdict {
 pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
     ctx.require_domain(caller, &input.domain)?;
     let role = ctx.source.role_grants(caller, &input.role)?;
-    let domain = ctx
-        .source
-        .list_domains(caller)?
+    let domains = ctx.source.list_domains(caller)?;
+    let readable: Vec<String> = domains
+        .iter()
+        .filter(|d| caller.may_read(&d.name))
+        .map(|d| d.name.0.clone())
+        .collect();
+    let domain = domains
         .into_iter()
         .find(|d| d.name == input.domain)
         .ok_or_else(|| {
             ToolError::new(
                 "DomainNotFound",
                 format!(
-                    "domain '{}' is not in this catalog; run list_domains to see the domains",
-                    input.domain
+                    "domain '{}' is not in this catalog; the domains you may read: {}",
+                    input.domain,
+                    readable.join(", ")
                 ),
             )
             .with("domain", &input.domain)
+            .with("domains", &readable)
+            .next(Step::ListDomains)
         })?;
     let dataset = ctx
         .source

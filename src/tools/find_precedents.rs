@@ -244,7 +244,7 @@ pub fn resolve_domains(
                 }
             }
             if !missing_scopes.is_empty() {
-                return Err(ToolError::insufficient_scope(missing_scopes));
+                return Err(ToolError::insufficient_search_scope(missing_scopes));
             }
             out.sort();
             Ok((out, ScopeSource::Caller))

@@ -78,6 +78,9 @@ pub struct Context {
     pub ontology_drift: Option<serde_json::Value>,
     /// Who reads this context's messages: how next steps are worded ([`advice`]).
     pub surface: Surface,
+    /// The published location a replica follows (`serve --follow`): its snapshots come from
+    /// there, so the next step for a missing one is to publish again, not to index here.
+    pub follows: Option<String>,
 }
 
 impl Context {
@@ -92,6 +95,7 @@ impl Context {
             snapshot_refresh_every: None,
             ontology_drift: None,
             surface: Surface::default(),
+            follows: None,
         }
     }
 
@@ -119,6 +123,7 @@ impl Context {
             snapshot_refresh_every: self.snapshot_refresh_every,
             ontology_drift: fresh.ontology_drift,
             surface: self.surface.clone(),
+            follows: self.follows.clone(),
         }
     }
 
@@ -135,8 +140,13 @@ impl Context {
             .as_ref()
             .and_then(|h| h.current())
             .ok_or_else(|| {
-                ToolError::new("NoSnapshot", "no snapshot is loaded").next(Step::Index {
-                    why: "and restart govcat, or wait for the running rebuild".into(),
+                ToolError::new("NoSnapshot", "no snapshot is loaded").next(match &self.follows {
+                    Some(location) => Step::Publish {
+                        location: location.clone(),
+                    },
+                    None => Step::Index {
+                        why: "and restart govcat, or wait for the running rebuild".into(),
+                    },
                 })
             })?;
         Ok((snapshot, embedder))
@@ -222,11 +232,29 @@ impl ToolError {
         self
     }
 
+    /// A domain outside the caller's scopes, named by a request that must read that domain
+    /// (`get_dataset`, `suggest_tags`, `check_grant_expression`, a resource).
     pub fn insufficient_scope(scopes: Vec<String>) -> ToolError {
+        Self::scope_refusal(
+            scopes,
+            "call the tool `list_domains` to see the domains you may read",
+        )
+    }
+
+    /// [`ToolError::insufficient_scope`] for a search narrowed to domains (`find_precedents`
+    /// `domains`), which can leave them out.
+    pub fn insufficient_search_scope(scopes: Vec<String>) -> ToolError {
+        Self::scope_refusal(
+            scopes,
+            "leave `domains` out to search every domain you may read",
+        )
+    }
+
+    fn scope_refusal(scopes: Vec<String>, instead: &str) -> ToolError {
         ToolError::new(
             "InsufficientScope",
             format!(
-                "this request needs the scope(s) {}; ask your administrator for them, or leave the domain out to search what you may read",
+                "this request needs the scope(s) {}; ask your administrator for them, or {instead}",
                 scopes.join(" ")
             ),
         )

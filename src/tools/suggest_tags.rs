@@ -772,10 +772,10 @@ fn below_threshold(
                     .filter(|c| !c.precedents.columns.is_empty())
                     .map(|c| {
                         format!(
-                            "{} {:.2} ({} columns)",
+                            "{} {:.2} ({})",
                             c.value,
                             c.precedent_weight,
-                            c.precedents.columns.len()
+                            crate::text::count(c.precedents.columns.len(), "column")
                         )
                     })
                     .collect()
