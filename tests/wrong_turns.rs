@@ -415,6 +415,30 @@ fn hints_name_the_flags_of_the_cli_and_the_tools_of_rest_and_mcp() {
         "{hint}"
     );
 
+    // check-grant on a domain the catalog lacks: the readable domains, and a step that runs as
+    // printed and lists them.
+    let out = c.run(&[
+        "--catalog",
+        "other/catalog",
+        "--json",
+        "check-grant",
+        "claims-analyst",
+        "claimz",
+        "claim",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = json_of(&out);
+    assert_eq!(e["error"], "DomainNotFound");
+    assert_eq!(
+        e["message"],
+        "domain 'claimz' is not in this catalog; the domains you may read: claims; run `govcat list-domains --catalog other/catalog` to see the domains"
+    );
+    assert_eq!(e["domains"], json!(["claims"]));
+    let advised = advised_commands(e["message"].as_str().expect("message"));
+    assert_eq!(advised, vec!["govcat list-domains --catalog other/catalog"]);
+    let listed = String::from_utf8_lossy(&c.follow(&advised[0]).stdout).to_string();
+    assert!(listed.contains("claims"), "{listed}");
+
     // A CLI error names the CLI command with the flags in effect; it runs as printed once
     // TABLE is one of the tables the message lists.
     let out = c.run(&[
