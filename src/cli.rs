@@ -747,9 +747,9 @@ impl crate::index::Progress for Bar {
 fn tags_summary(r: &crate::eval::tags::TagsReport) -> String {
     let gated = r.request.min_confidence.is_some();
     let mut out = format!(
-        "{:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10}\n{:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10}\n",
-        "key", "columns", "right", "answered", "abstained", "right when", "baseline:", "baseline:",
-        "", "checked", "(of all)", "(share)", "", "answered", "majority", "name words",
+        "{:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>11} {:>10} {:>10}\n{:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>11} {:>10} {:>10}\n",
+        "key", "columns", "right", "answered", "abstained", "right when", "baseline on", "baseline:", "baseline:",
+        "", "checked", "(of all)", "(share)", "", "answered", "answered", "majority", "name words",
     );
     let mut marked = false;
     for (key, k) in &r.keys {
@@ -768,13 +768,15 @@ fn tags_summary(r: &crate::eval::tags::TagsReport) -> String {
         };
         marked |= right.ends_with('!') || when.ends_with('!');
         out += &format!(
-            "{:<16} {:>7} {:>9} {:>9.3} {:>9} {:>10} {:>10.3} {:>10.3}\n",
+            "{:<16} {:>7} {:>9} {:>9.3} {:>9} {:>10} {:>11} {:>10.3} {:>10.3}\n",
             key,
             k.columns,
             right,
             k.coverage,
             k.abstained,
             when,
+            k.baseline_when_answered
+                .map_or("-".to_string(), |x| format!("{x:.3}")),
             k.baseline_majority,
             k.baseline_name_overlap
         );
