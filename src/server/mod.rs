@@ -16,6 +16,8 @@
 //! # Layout
 //! The submodules depend down this list, never up it; this file (the shared state, the tool
 //! call, the entry points) uses them all, and they use it.
+//! - [`args`]: the options of `govcat serve` and `govcat mcp-stdio`, with their value parsers.
+//! - [`hosts`]: the Hosts and Origins the HTTP server answers, and where it may listen.
 //! - [`common`]: what the HTTP transports share — the HTTP status of an error kind, the error
 //!   response with its challenge, the body-size refusal, the tool list's `ttlMs`.
 //! - [`metrics`]: the Prometheus counters and gauges and their text rendering.
@@ -27,6 +29,8 @@
 //!   flight, the scope gate in front of rmcp, the audit of MCP calls over HTTP.
 //! - [`rest`]: the REST mirror, health, readiness and metrics routes, and the axum app that
 //!   nests `/mcp` behind the guard.
+//! - [`supply`]: where the served snapshot comes from — loaded at start, rebuilt on
+//!   `--refresh`/`--watch`, fetched by `--follow` — each swapped in atomically.
 
 mod args;
 pub mod common;
