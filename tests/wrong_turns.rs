@@ -130,6 +130,16 @@ fn json_of(out: &Output) -> Value {
     })
 }
 
+/// The domains of a search answer's entries, in answer order.
+fn domains_of(found: &Value) -> Vec<&str> {
+    found["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|x| x["domain"].as_str())
+        .collect()
+}
+
 /// The commands a message advises (the text between backticks that starts with `govcat `).
 fn advised_commands(message: &str) -> Vec<String> {
     message
@@ -219,12 +229,7 @@ fn a_snapshot_of_another_catalog_is_refused_and_the_advised_index_fixes_it() {
     assert_eq!(advised, vec!["govcat index".to_string()]);
     c.follow(&advised[0]);
     let found = json_of(&c.ok(&search));
-    let domains: Vec<&str> = found["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .filter_map(|x| x["domain"].as_str())
-        .collect();
+    let domains = domains_of(&found);
     assert!(!domains.is_empty(), "{found}");
     assert!(
         domains.iter().all(|d| ["policy", "analytics"].contains(d)),
@@ -262,12 +267,7 @@ fn a_snapshot_of_another_catalog_is_refused_and_the_advised_index_fixes_it() {
     let mut repeated = elsewhere.to_vec();
     repeated.extend(["--index", "index/catalogs/other"]);
     let found = json_of(&c.ok(&repeated));
-    let domains: Vec<&str> = found["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .filter_map(|x| x["domain"].as_str())
-        .collect();
+    let domains = domains_of(&found);
     assert!(
         !domains.is_empty() && domains.iter().all(|d| *d == "claims"),
         "{found}"

@@ -81,13 +81,15 @@ impl Surface {
 impl Step {
     /// The step as a clause ("run `govcat index --index /tmp/x` to build one").
     pub fn render(&self, surface: &Surface) -> String {
-        let operator = |why: &str| {
-            let cmd = command(surface.flags(), "index");
+        // `govcat index` with `flags`, worded as the reader runs it (or has it run).
+        let run_index = |flags: &[String], why: &str| {
+            let cmd = command(flags, "index");
             match surface {
                 Surface::Cli { .. } => format!("run `{cmd}` {why}"),
                 Surface::Tools { .. } => format!("ask the operator to run `{cmd}` {why}"),
             }
         };
+        let operator = |why: &str| run_index(surface.flags(), why);
         match (self, surface) {
             (Step::Index { why }, _) => operator(why),
             (Step::IndexOrPass { why, instead }, _) => format!(
@@ -95,22 +97,18 @@ impl Step {
                 operator(why),
                 instead.join(" ")
             ),
-            (Step::SeparateIndex { index, why }, Surface::Cli { flags }) => {
-                let mut own = flags.clone();
+            (Step::SeparateIndex { index, why }, _) => {
+                let mut own = surface.flags().to_vec();
                 own.extend(["--index".to_string(), index.clone()]);
+                let then = match surface {
+                    Surface::Cli { .. } => {
+                        format!(", then repeat this command with `--index {index}`")
+                    }
+                    Surface::Tools { .. } => format!(" and to serve with `--index {index}`"),
+                };
                 format!(
-                    "run `{}` {why} in an index of its own ({}), then repeat this command with `--index {index}`",
-                    command(&own, "index"),
-                    SEPARATE_INDEX_WHY
-                )
-            }
-            (Step::SeparateIndex { index, why }, Surface::Tools { flags }) => {
-                let mut own = flags.clone();
-                own.extend(["--index".to_string(), index.clone()]);
-                format!(
-                    "ask the operator to run `{}` {why} in an index of its own ({}) and to serve with `--index {index}`",
-                    command(&own, "index"),
-                    SEPARATE_INDEX_WHY
+                    "{} in an index of its own ({SEPARATE_INDEX_WHY}){then}",
+                    run_index(&own, why)
                 )
             }
             (Step::Publish { location }, Surface::Cli { .. }) => format!(
