@@ -39,13 +39,12 @@ use govcat::catalog::{
 };
 use govcat::embed::{Embedder, MiniLm};
 use govcat::index::dense::{
-    build_hnsw, exact_top_k, Backend, CosineDistance, Dense, Vectors, EXACT_MAX_DOCS,
+    build_hnsw, build_hnsw_with, exact_top_k, Backend, Dense, GraphParams, Vectors, EXACT_MAX_DOCS,
 };
 use govcat::index::documents::{column_documents, Document, Kind};
 use govcat::index::lexical::{parse_query, Boosts};
 use govcat::index::{self, Counts, ModelInfo, Quiet, Scopes};
 use govcat::retrieval::{self, Mode, Params, Query, CANDIDATES};
-use hnsw_rs::hnswio::HnswIo;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -79,9 +78,27 @@ const BENCH_DIR: &str = "target/bench";
 /// Time budget of the exact-vs-HNSW comparison per size (at least `MIN_COMPARE` queries run).
 const COMPARE_BUDGET: Duration = Duration::from_secs(60);
 const MIN_COMPARE: usize = 20;
-/// The HNSW file basename `index::dense` writes (`dense.hnsw.graph`, `dense.hnsw.data`).
-const HNSW_BASENAME: &str = "dense";
 const EF_SWEEP: [usize; 5] = [100, 128, 200, 300, 400];
+/// `--phase hnsw-sweep` builds these graphs (m x ef_construction) by default; the first is the
+/// setting shipped before the sweep, the baseline of the same run.
+const DEFAULT_SWEEP: [GraphParams; 4] = [
+    GraphParams {
+        m: 24,
+        ef_construction: 200,
+    },
+    GraphParams {
+        m: 16,
+        ef_construction: 200,
+    },
+    GraphParams {
+        m: 16,
+        ef_construction: 100,
+    },
+    GraphParams {
+        m: 12,
+        ef_construction: 64,
+    },
+];
 const RECALL_K: usize = 10;
 /// Targets of issue 3 at 100k columns.
 const TARGET_SIZE: usize = 100_000;
@@ -709,10 +726,7 @@ impl Composer {
             normalise(&mut v);
             data.extend_from_slice(&v);
         }
-        Vectors {
-            dim: self.dim,
-            data,
-        }
+        Vectors::new(self.dim, data)
     }
 }
 
@@ -871,6 +885,24 @@ fn rss_mib() -> Result<(f64, f64)> {
         Ok(kb / 1024.0)
     };
     Ok((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Private memory (heap, stacks) and file-backed pages (mapped snapshot files, the model's
+/// weights, the binary) of this process's RSS, in MiB.
+fn rss_split() -> Result<(f64, f64)> {
+    let status = fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
+    let kib = |name: &str| -> f64 {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    Ok((
+        (kib("RssAnon:") + kib("RssShmem:")) / 1024.0,
+        kib("RssFile:") / 1024.0,
+    ))
 }
 
 fn dir_bytes(dir: &Path) -> Result<u64> {
@@ -1242,19 +1274,14 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
 
     // HNSW against the exact scan, same queries, same k as the product (CANDIDATES).
     let side = work.join("hnsw");
-    let graph_dir = if backend == Backend::Hnsw {
-        dir.clone()
-    } else {
-        side.clone()
-    };
     let side_dense;
     let hnsw_dense: &Dense = if backend == Backend::Hnsw {
         &snapshot.dense
     } else {
-        let copy = Vectors {
-            dim: snapshot.dense.vectors.dim,
-            data: snapshot.dense.vectors.data.clone(),
-        };
+        let copy = Vectors::new(
+            snapshot.dense.vectors.dim,
+            snapshot.dense.vectors.data.to_vec(),
+        );
         side_dense = Dense::with_hnsw(copy, &side).context("loading the comparison HNSW graph")?;
         &side_dense
     };
@@ -1277,25 +1304,17 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
     }
     let speedup = exact_t.p50() / hnsw_t.p50();
 
-    // ef_search sweep on the same graph, loaded directly (same queries as above).
-    let mut io = HnswIo::new(&graph_dir, HNSW_BASENAME);
-    let graph = io.load_hnsw::<f32, CosineDistance>().map_err(|e| {
-        anyhow!(
-            "loading {}/{HNSW_BASENAME}.hnsw.graph for the ef sweep: {e}",
-            graph_dir.display()
-        )
-    })?;
+    // ef_search sweep on the same graph (same queries as above).
+    let graph = hnsw_dense
+        .graph()
+        .ok_or_else(|| anyhow!("the comparison index has no HNSW graph"))?;
     let mut sweep = Vec::new();
     for ef in EF_SWEEP {
         let mut t_ef = Samples::default();
         let mut r10 = Vec::new();
         let mut r100 = Vec::new();
         for (v, exact) in query_vectors.iter().zip(&exact_results) {
-            let found = t_ef.time(|| graph.search(v, CANDIDATES, ef));
-            let approx: Vec<(u32, f32)> = found
-                .iter()
-                .map(|nb| (nb.d_id as u32, 1.0 - nb.distance))
-                .collect();
+            let approx = t_ef.time(|| graph.search(&hnsw_dense.vectors, v, CANDIDATES, ef, &all));
             r10.push(recall_at(&approx, exact, RECALL_K));
             r100.push(recall_at(&approx, exact, CANDIDATES));
         }
@@ -1308,16 +1327,20 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
         }));
     }
     let graph_params = json!({
-        "max_nb_connection": graph.get_max_nb_connection(),
-        "ef_construction": graph.get_ef_construction(),
-        "max_level_observed": graph.get_max_level_observed(),
+        "max_nb_connection": GraphParams::SHIPPED.m,
+        "ef_construction": GraphParams::SHIPPED.ef_construction,
+        "max_level_observed": graph.top_layer(),
+        "graph_heap_bytes": graph.heap_bytes(),
     });
-    drop(graph);
 
     // The calibration `govcat index` runs (issue 23): the leave-one-out over this snapshot's
     // tagged columns, a per-domain sample of `calibration::MAX_COLUMNS` above that. The demo
     // catalog is the context's source only because a context needs one: a suggestion without
     // a target dataset reads nothing from it.
+    // What serving has touched by now: with the vectors and the graph's data memory-mapped,
+    // RSS right after load counts little of them; after the queries it counts the pages read.
+    let (rss_served, _) = rss_mib()?;
+    let (anon_served, file_served) = rss_split()?;
     let calibration = {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let ontology = govcat::ontology::Ontology::load(&root.join("ontology/lf-tags.json"))
@@ -1359,6 +1382,9 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
         "rss_after_load_mib": round3(rss_loaded),
         "snapshot_rss_mib": round3(rss_loaded - rss_model),
         "peak_rss_after_load_mib": round3(hwm_loaded),
+        "rss_after_queries_mib": round3(rss_served),
+        "rss_anon_after_queries_mib": round3(anon_served),
+        "rss_file_after_queries_mib": round3(file_served),
         "backend": match backend { Backend::Exact => "exact", Backend::Hnsw => "hnsw" },
         "queries": texts.len(),
         "mean_hits_per_query": round3(mean(&hit_counts.iter().map(|h| *h as f64).collect::<Vec<_>>())),
@@ -1496,6 +1522,78 @@ struct VectorStats {
     tops: Vec<Vec<(u32, f32)>>,
 }
 
+// ---------------------------------------------------------------------------------------------
+// Phase: HNSW sweep (one snapshot already built in --work by --phase build)
+
+/// Builds a graph per (m, ef_construction) over the snapshot's vectors, times each build and
+/// measures recall@10 at the served `ef_search` against the exact scan on `query_count` real
+/// query embeddings. Run by hand: `scale --phase hnsw-sweep --work DIR --out FILE [--sweep
+/// 24x200,16x100]` after `--phase build --size N --work DIR`.
+fn phase_hnsw_sweep(work: &Path, query_count: usize, sweep: &[GraphParams]) -> Result<Value> {
+    let model = load_model()?;
+    let dir = snapshot_dir(work)?;
+    let vectors = Vectors::map(&dir.join("vectors.f32"), model.dimension())
+        .context("mapping the snapshot's vectors")?;
+    let n = vectors.len();
+    let query_vectors: Vec<Vec<f32>> = queries(query_count, 2)
+        .iter()
+        .map(|t| model.embed_query(t))
+        .collect::<Result<_, _>>()
+        .context("embedding the sweep's queries")?;
+    let exact: Vec<Vec<(u32, f32)>> = query_vectors
+        .iter()
+        .map(|q| exact_top_k(&vectors, q, RECALL_K, &|_| true))
+        .collect();
+    let mut rows = Vec::new();
+    for params in sweep {
+        let graph_dir = work.join(format!("sweep-{}x{}", params.m, params.ef_construction));
+        fs::create_dir_all(&graph_dir)
+            .with_context(|| format!("creating {}", graph_dir.display()))?;
+        eprintln!(
+            "[sweep {n}] building m {} ef_construction {}",
+            params.m, params.ef_construction
+        );
+        let started = Instant::now();
+        build_hnsw_with(&graph_dir, &vectors, *params, &Quiet).context("building a sweep graph")?;
+        let build_s = started.elapsed().as_secs_f64();
+        let graph_bytes = dir_bytes(&graph_dir)?;
+        let mapped = Vectors::map(&dir.join("vectors.f32"), vectors.dim)
+            .context("mapping the snapshot's vectors")?;
+        let dense = Dense::with_hnsw(mapped, &graph_dir).context("loading a sweep graph")?;
+        let mut search = Samples::default();
+        let recalls: Vec<f64> = query_vectors
+            .iter()
+            .zip(&exact)
+            .map(|(q, truth)| {
+                let found = search.time(|| dense.search(q, RECALL_K, &|_| true, n));
+                recall_at(&found, truth, RECALL_K)
+            })
+            .collect();
+        drop(dense);
+        fs::remove_dir_all(&graph_dir)
+            .with_context(|| format!("removing {}", graph_dir.display()))?;
+        let row = json!({
+            "m": params.m,
+            "ef_construction": params.ef_construction,
+            "build_s": round3(build_s),
+            "graph_bytes": graph_bytes,
+            "recall_at_10": round3(mean(&recalls)),
+            "min_recall_at_10": round3(recalls.iter().copied().fold(1.0, f64::min)),
+            "search_p50_ms": round3(search.p50()),
+        });
+        eprintln!("[sweep {n}] {row}");
+        rows.push(row);
+    }
+    Ok(json!({
+        "documents": n,
+        "queries": query_vectors.len(),
+        "ef_search": "as served (dense::HNSW_EF_SEARCH)",
+        "cores": std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1),
+        "loadavg": loadavg(),
+        "rows": rows,
+    }))
+}
+
 fn vector_stats(
     name: &str,
     vectors: &Vectors,
@@ -1518,10 +1616,7 @@ fn vector_stats(
     let graph_dir = work.join("calibration-graph");
     fs::create_dir_all(&graph_dir).with_context(|| format!("creating {}", graph_dir.display()))?;
     build_hnsw(&graph_dir, vectors).context("building a calibration graph")?;
-    let copy = Vectors {
-        dim: vectors.dim,
-        data: vectors.data.clone(),
-    };
+    let copy = Vectors::new(vectors.dim, vectors.data.to_vec());
     let dense = Dense::with_hnsw(copy, &graph_dir).context("loading a calibration graph")?;
     let recalls: Vec<f64> = query_vectors
         .iter()
@@ -1661,6 +1756,8 @@ struct Args {
     max_hnsw_size: usize,
     quiet_load: f64,
     quiet_wait: Duration,
+    /// `--phase hnsw-sweep`: the (m, ef_construction) pairs to build.
+    sweep: Vec<GraphParams>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -1676,6 +1773,7 @@ fn parse_args() -> Result<Args> {
         max_hnsw_size: DEFAULT_MAX_HNSW_SIZE,
         quiet_load: DEFAULT_QUIET_LOAD,
         quiet_wait: DEFAULT_QUIET_WAIT,
+        sweep: DEFAULT_SWEEP.to_vec(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -1706,6 +1804,19 @@ fn parse_args() -> Result<Args> {
             }
             "--common" => args.compose.common = number("--common", value("--common")?)?,
             "--noise" => args.compose.noise = number("--noise", value("--noise")?)?,
+            "--sweep" => {
+                args.sweep = value("--sweep")?
+                    .split(',')
+                    .map(|pair| {
+                        let (m, ef) = pair.trim().split_once('x')?;
+                        Some(GraphParams {
+                            m: m.parse().ok()?,
+                            ef_construction: ef.parse().ok()?,
+                        })
+                    })
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| anyhow!("--sweep takes MxEF pairs, e.g. 24x200,16x100"))?
+            }
             "--max-hnsw-size" => {
                 args.max_hnsw_size = number("--max-hnsw-size", value("--max-hnsw-size")?)? as usize
             }
@@ -2133,7 +2244,10 @@ fn main() -> Result<()> {
         "query" => phase_query(args.size, work, args.queries)?,
         "partial" => phase_partial(args.size, work, args.queries, args.compose)?,
         "calibrate" => phase_calibrate(args.size, work)?,
-        other => bail!("unknown phase '{other}': expected build, query, partial or calibrate"),
+        "hnsw-sweep" => phase_hnsw_sweep(work, args.queries, &args.sweep)?,
+        other => bail!(
+            "unknown phase '{other}': expected build, query, partial, calibrate or hnsw-sweep"
+        ),
     };
     write_json(out, &value)
 }

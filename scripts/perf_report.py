@@ -567,6 +567,7 @@ def main():
         evaluated or previous.get("Quality on every set", ""),
         (docs / "perf/alternatives.md").read_text() if (docs / "perf/alternatives.md").exists() else "",
         (docs / "perf/calibration.md").read_text() if (docs / "perf/calibration.md").exists() else "",
+        (docs / "perf/large-lake.md").read_text() if (docs / "perf/large-lake.md").exists() else "",
         keep(scale_section(scale, reference)),
         keep(http_section(warm, cold, http_reference)),
         keep(faults_section(faults)),

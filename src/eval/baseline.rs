@@ -88,10 +88,7 @@ impl Baseline {
             index,
             reader,
             text: text_field,
-            vectors: Vectors {
-                dim: embedder.dimension(),
-                data,
-            },
+            vectors: Vectors::new(embedder.dimension(), data),
         })
     }
 

@@ -88,10 +88,7 @@ pub fn embed_documents(
     progress.start(EMBEDDING_STEP, text_count(docs));
     embed_rows(embedder, docs, &all, &mut data, progress)?;
     progress.finish();
-    Ok(Vectors {
-        dim: embedder.dimension(),
-        data,
-    })
+    Ok(Vectors::new(embedder.dimension(), data))
 }
 
 /// Embeds the documents `which` (indices into `docs`) into their rows of `data`: each row is
@@ -217,6 +214,7 @@ pub fn write_snapshot(
         None,
         BuiltFrom::default(),
         None,
+        &Quiet,
     )
 }
 
@@ -247,6 +245,7 @@ pub fn write_snapshot_with_glossary(
     abbreviations_text: Option<&str>,
     built_from: BuiltFrom,
     calibrate: Option<&Calibrate>,
+    progress: &dyn Progress,
 ) -> Result<String, IndexError> {
     let snapshots = index_dir.join("snapshots");
     fs::create_dir_all(&snapshots).map_err(|e| io_err(&snapshots, e))?;
@@ -282,7 +281,7 @@ pub fn write_snapshot_with_glossary(
     lexical::build(&staging.join(TANTIVY), docs)?;
     let dense_backend = dense::choose_backend(docs.len());
     if dense_backend == Backend::Hnsw {
-        dense::build_hnsw(&staging, vectors)?;
+        dense::build_hnsw_with(&staging, vectors, dense::GraphParams::SHIPPED, progress)?;
     }
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
@@ -420,6 +419,7 @@ pub fn build_calibrated(
             ontology_checksum: Some(ontology.checksum()),
         },
         calibrate,
+        progress,
     )?;
     Ok((
         read_manifest(&index_dir.join("snapshots").join(id))?,
@@ -472,7 +472,7 @@ impl PreviousEmbeddings {
             .join("snapshots")
             .join(current_id(index_dir).map_err(|e| e.to_string())?);
         let manifest = read_manifest(&dir).map_err(|e| e.to_string())?;
-        if manifest.format_version != FORMAT_VERSION {
+        if !(VECTORS_COMPATIBLE_SINCE..=FORMAT_VERSION).contains(&manifest.format_version) {
             return Err(format!("snapshot format {}", manifest.format_version));
         }
         if &manifest.model != model {
@@ -554,7 +554,7 @@ pub(super) fn embed_documents_reusing(
     progress.advance(total - text_count(missing.iter().map(|&i| &docs[i])));
     embed_rows(embedder, docs, &missing, &mut data, progress)?;
     progress.finish();
-    Ok((Vectors { dim, data }, report))
+    Ok((Vectors::new(dim, data), report))
 }
 
 /// `SnapshotShrunk` when `counts` has more than [`MAX_UNATTENDED_LOSS`] fewer columns than the

@@ -2,17 +2,17 @@
 //! (all L2-normalised, so cosine similarity is a dot product).
 //!
 //! Two backends, chosen by size at build time: an exact scan, which is faster and exact for
-//! small catalogs (the demo's ~750 documents scan in microseconds), and an HNSW graph
-//! (hnsw_rs), dumped into the snapshot and reloaded, for large ones. `EXACT_MAX_DOCS` is where
+//! small catalogs (the demo's ~750 documents scan in microseconds), and an HNSW graph for
+//! large ones (built by hnsw_rs, stored and searched compactly: [`super::graph`]). Either reads
+//! the snapshot's vectors memory-mapped ([`Vectors::map`]). `EXACT_MAX_DOCS` is where
 //! the scale bench measured the crossover; see `docs/PERFORMANCE.md`.
 
 use std::path::Path;
 
 use hnsw_rs::anndists::dist::Distance;
-use hnsw_rs::api::AnnT;
 use hnsw_rs::hnsw::Hnsw;
-use hnsw_rs::hnswio::HnswIo;
 
+use super::graph::Graph;
 use super::IndexError;
 
 /// Up to this many documents the exact scan serves queries; above it, HNSW. Release scale
@@ -23,10 +23,30 @@ pub const EXACT_MAX_DOCS: usize = 20_000;
 /// Below this share of allowed documents a filtered query scans exactly (HNSW's filtered
 /// search loses recall when most of the graph is filtered out).
 const HNSW_MIN_ALLOWED_SHARE: f64 = 0.10;
-const HNSW_BASENAME: &str = "dense";
-const HNSW_M: usize = 24;
-const HNSW_EF_CONSTRUCTION: usize = 200;
-const HNSW_EF_SEARCH: usize = 128;
+/// The graph's file in a snapshot (format: [`Graph`]).
+pub const GRAPH_FILE: &str = "dense.graph";
+pub const HNSW_EF_SEARCH: usize = 128;
+
+/// How an HNSW graph is built: `m` neighbours a point keeps per layer (2 `m` on the bottom
+/// layer) and `ef_construction` candidates searched per insertion. Build time grows with both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphParams {
+    pub m: usize,
+    pub ef_construction: usize,
+}
+
+impl GraphParams {
+    /// What `govcat index` builds. Chosen from the scale bench's sweep (`--phase hnsw-sweep`,
+    /// 100k columns, 200 real-model queries, release, 2 cores; docs/perf/large-lake.md): among
+    /// the settings that build 100k columns in about two minutes, the one with the best recall.
+    /// 32 x 100: 111 s, recall@10 0.996 at `ef_search` 128, the worst query 0.8 (24 x 100:
+    /// 116 s, 0.992; 16 x 100: 103 s, 0.981 with one query at 0.1; 24 x 200, shipped before:
+    /// 255 s, 0.999).
+    pub const SHIPPED: GraphParams = GraphParams {
+        m: 32,
+        ef_construction: 100,
+    };
+}
 
 /// Which backend a snapshot uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -47,10 +67,44 @@ pub fn choose_backend(n: usize) -> Backend {
 /// Flattened row-major vectors.
 pub struct Vectors {
     pub dim: usize,
-    pub data: Vec<f32>,
+    pub data: Floats,
+}
+
+/// The floats of [`Vectors`]: owned while a snapshot is built, memory-mapped from its
+/// `vectors.f32` when one is served. A mapped file costs the heap nothing: its pages sit in the
+/// page cache, are read on first touch (a replica starts without reading every vector) and are
+/// shared by every process that maps the same snapshot.
+pub enum Floats {
+    Owned(Vec<f32>),
+    Mapped(memmap2::Mmap),
+}
+
+impl std::ops::Deref for Floats {
+    type Target = [f32];
+
+    fn deref(&self) -> &[f32] {
+        match self {
+            Floats::Owned(v) => v,
+            // `Vectors::map` only maps a file whose bytes cast (aligned, whole floats).
+            Floats::Mapped(m) => bytemuck::cast_slice(m),
+        }
+    }
+}
+
+impl From<Vec<f32>> for Floats {
+    fn from(v: Vec<f32>) -> Floats {
+        Floats::Owned(v)
+    }
 }
 
 impl Vectors {
+    pub fn new(dim: usize, data: Vec<f32>) -> Vectors {
+        Vectors {
+            dim,
+            data: data.into(),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.data.len().checked_div(self.dim).unwrap_or(0)
     }
@@ -68,21 +122,57 @@ impl Vectors {
     }
 
     pub fn from_bytes(bytes: &[u8], dim: usize, file: &str) -> Result<Vectors, IndexError> {
-        if dim == 0 || !bytes.len().is_multiple_of(4 * dim) {
-            return Err(IndexError::Corrupt {
-                file: file.to_string(),
-                problem: format!(
-                    "{} bytes is not a whole number of {dim}-dimensional f32 vectors",
-                    bytes.len()
-                ),
-            });
-        }
+        whole_vectors(bytes.len(), dim, file)?;
         let data = bytes
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
-        Ok(Vectors { dim, data })
+        Ok(Vectors::new(dim, data))
     }
+
+    /// The vectors of a snapshot file, memory-mapped where the file's little-endian floats are
+    /// this machine's (read into the heap elsewhere, and when empty).
+    pub fn map(path: &Path, dim: usize) -> Result<Vectors, IndexError> {
+        let file = path.display().to_string();
+        let io = |e: std::io::Error| IndexError::Io {
+            path: file.clone(),
+            problem: e.to_string(),
+        };
+        let f = std::fs::File::open(path).map_err(io)?;
+        let len = f.metadata().map_err(io)?.len() as usize;
+        whole_vectors(len, dim, &file)?;
+        if len == 0 || cfg!(target_endian = "big") {
+            return Vectors::from_bytes(&std::fs::read(path).map_err(io)?, dim, &file);
+        }
+        // SAFETY: a published snapshot's files are never written again (a snapshot is written
+        // under a staging name and renamed whole; garbage collection unlinks, which leaves a
+        // mapping intact). Truncating the file in place while served would fault the reader.
+        let map = unsafe { memmap2::Mmap::map(&f) }.map_err(io)?;
+        if bytemuck::try_cast_slice::<u8, f32>(&map).is_err() {
+            return Vectors::from_bytes(&map, dim, &file);
+        }
+        Ok(Vectors {
+            dim,
+            data: Floats::Mapped(map),
+        })
+    }
+
+    /// Whether the floats are served from the file rather than the heap.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.data, Floats::Mapped(_))
+    }
+}
+
+fn whole_vectors(bytes: usize, dim: usize, file: &str) -> Result<(), IndexError> {
+    if dim == 0 || !bytes.is_multiple_of(4 * dim) {
+        return Err(IndexError::Corrupt {
+            file: file.to_string(),
+            problem: format!(
+                "{bytes} bytes is not a whole number of {dim}-dimensional f32 vectors"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Partial sums kept by [`dot`].
@@ -142,68 +232,91 @@ pub fn exact_top_k(
     scored
 }
 
-/// Builds an HNSW graph over `vectors` and dumps it into `dir`.
+/// Builds an HNSW graph over `vectors` with the shipped parameters and writes it into `dir`.
 pub fn build_hnsw(dir: &Path, vectors: &Vectors) -> Result<(), IndexError> {
+    build_hnsw_with(dir, vectors, GraphParams::SHIPPED, &super::Quiet)
+}
+
+/// What the graph build's progress bar says.
+pub const GRAPH_STEP: &str = "building the HNSW graph over the vectors";
+
+/// Builds an HNSW graph over `vectors` (inserted in parallel on every core, a hundredth at a
+/// time for the progress bar) and writes it into `dir` as [`GRAPH_FILE`].
+pub fn build_hnsw_with(
+    dir: &Path,
+    vectors: &Vectors,
+    params: GraphParams,
+    progress: &dyn super::Progress,
+) -> Result<(), IndexError> {
     let hnsw: Hnsw<f32, CosineDistance> = Hnsw::new(
-        HNSW_M,
+        params.m,
         vectors.len(),
         16,
-        HNSW_EF_CONSTRUCTION,
+        params.ef_construction,
         CosineDistance,
     );
     let rows: Vec<(&[f32], usize)> = (0..vectors.len()).map(|i| (vectors.row(i), i)).collect();
-    hnsw.parallel_insert_slice(&rows);
-    let written = hnsw
-        .file_dump(dir, HNSW_BASENAME)
-        .map_err(|e| IndexError::Io {
-            path: dir.display().to_string(),
-            problem: format!("cannot write the HNSW graph: {e}"),
-        })?;
-    if written != HNSW_BASENAME {
-        return Err(IndexError::Io {
-            path: dir.display().to_string(),
-            problem: format!("HNSW graph was written as '{written}', expected '{HNSW_BASENAME}'"),
-        });
+    progress.start(GRAPH_STEP, rows.len() as u64);
+    for chunk in rows.chunks(rows.len().div_ceil(100).max(1)) {
+        hnsw.parallel_insert_slice(&chunk.to_vec());
+        progress.advance(chunk.len() as u64);
     }
-    Ok(())
+    progress.finish();
+    let graph = Graph::from_hnsw(&hnsw, vectors.len());
+    drop(hnsw);
+    let path = dir.join(GRAPH_FILE);
+    std::fs::write(&path, graph.to_bytes()).map_err(|e| IndexError::Io {
+        path: path.display().to_string(),
+        problem: format!("cannot write the HNSW graph: {e}"),
+    })
 }
 
 /// A loaded dense index.
 pub struct Dense {
     pub vectors: Vectors,
-    hnsw: Option<Hnsw<'static, f32, CosineDistance>>,
+    graph: Option<Graph>,
 }
 
 impl Dense {
     pub fn exact(vectors: Vectors) -> Dense {
         Dense {
             vectors,
-            hnsw: None,
+            graph: None,
         }
     }
 
-    /// Loads the HNSW graph dumped by [`build_hnsw`]. The loader borrows its reader for the
-    /// graph's lifetime, so the reader is leaked: one small allocation per load of a large
-    /// snapshot (loads happen at start and on swaps, not per request).
+    /// Loads the graph [`build_hnsw`] wrote into `dir`; it searches `vectors`.
     pub fn with_hnsw(vectors: Vectors, dir: &Path) -> Result<Dense, IndexError> {
-        let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, HNSW_BASENAME)));
-        let hnsw = io
-            .load_hnsw::<f32, CosineDistance>()
-            .map_err(|e| IndexError::Corrupt {
-                file: dir
-                    .join(format!("{HNSW_BASENAME}.hnsw.graph"))
-                    .display()
-                    .to_string(),
-                problem: format!("cannot load the HNSW graph: {e}"),
-            })?;
+        let path = dir.join(GRAPH_FILE);
+        let file = path.display().to_string();
+        let bytes = std::fs::read(&path).map_err(|e| IndexError::Io {
+            path: file.clone(),
+            problem: e.to_string(),
+        })?;
+        let graph = Graph::from_bytes(&bytes, &file)?;
+        if graph.points() != vectors.len() {
+            return Err(IndexError::Corrupt {
+                file,
+                problem: format!(
+                    "a graph of {} points for {} vectors",
+                    graph.points(),
+                    vectors.len()
+                ),
+            });
+        }
         Ok(Dense {
             vectors,
-            hnsw: Some(hnsw),
+            graph: Some(graph),
         })
     }
 
+    /// The HNSW graph, when this index has one (for benches: [`Graph::search`] with any `ef`).
+    pub fn graph(&self) -> Option<&Graph> {
+        self.graph.as_ref()
+    }
+
     pub fn backend(&self) -> Backend {
-        if self.hnsw.is_some() {
+        if self.graph.is_some() {
             Backend::Hnsw
         } else {
             Backend::Exact
@@ -219,23 +332,11 @@ impl Dense {
         allowed: &dyn Fn(u32) -> bool,
         allowed_count: usize,
     ) -> Vec<(u32, f32)> {
-        match &self.hnsw {
-            Some(hnsw)
+        match &self.graph {
+            Some(graph)
                 if (allowed_count as f64) >= HNSW_MIN_ALLOWED_SHARE * self.vectors.len() as f64 =>
             {
-                let filter = |id: &usize| allowed(*id as u32);
-                let everything = allowed_count == self.vectors.len();
-                let found = if everything {
-                    hnsw.search(query, k, HNSW_EF_SEARCH.max(k))
-                } else {
-                    hnsw.search_filter(query, k, HNSW_EF_SEARCH.max(k), Some(&filter))
-                };
-                let mut out: Vec<(u32, f32)> = found
-                    .into_iter()
-                    .map(|n| (n.d_id as u32, 1.0 - n.distance))
-                    .collect();
-                out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                out
+                graph.search(&self.vectors, query, k, HNSW_EF_SEARCH, allowed)
             }
             _ => exact_top_k(&self.vectors, query, k, allowed),
         }
@@ -259,10 +360,7 @@ mod tests {
             unit(&[1.0, 0.0]),
             unit(&[1.0, 1.0]),
         ];
-        let vectors = Vectors {
-            dim: 2,
-            data: rows.concat(),
-        };
+        let vectors = Vectors::new(2, rows.concat());
         let got = exact_top_k(&vectors, &unit(&[1.0, 0.0]), 3, &|_| true);
         let ids: Vec<u32> = got.iter().map(|(i, _)| *i).collect();
         assert_eq!(ids, vec![0, 2, 3]);
@@ -290,13 +388,36 @@ mod tests {
 
     #[test]
     fn vectors_round_trip_through_bytes_and_refuse_ragged_files() {
-        let v = Vectors {
-            dim: 3,
-            data: vec![0.5, -1.0, 2.0, 3.0, 4.0, 5.0],
-        };
+        let v = Vectors::new(3, vec![0.5, -1.0, 2.0, 3.0, 4.0, 5.0]);
         let back = Vectors::from_bytes(&v.to_bytes(), 3, "vectors.f32").unwrap();
-        assert_eq!(back.data, v.data);
+        assert_eq!(*back.data, *v.data);
         assert!(Vectors::from_bytes(&[0u8; 10], 3, "vectors.f32").is_err());
+    }
+
+    #[test]
+    fn a_vectors_file_is_mapped_and_reads_as_written_and_a_ragged_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = Vectors::new(3, vec![0.5, -1.0, 2.0, 3.0, 4.0, 5.0]);
+        let path = dir.path().join("vectors.f32");
+        std::fs::write(&path, v.to_bytes()).unwrap();
+        let mapped = Vectors::map(&path, 3).unwrap();
+        assert!(mapped.is_mapped());
+        assert_eq!(mapped.len(), 2);
+        assert_eq!(mapped.row(1), &[3.0, 4.0, 5.0]);
+        std::fs::write(&path, [0u8; 10]).unwrap();
+        match Vectors::map(&path, 3) {
+            Err(IndexError::Corrupt { file, problem }) => {
+                assert_eq!(file, path.display().to_string());
+                assert_eq!(
+                    problem,
+                    "10 bytes is not a whole number of 3-dimensional f32 vectors"
+                );
+            }
+            Err(other) => panic!("expected Corrupt, got {other}"),
+            Ok(_) => panic!("a ragged file was mapped"),
+        }
+        std::fs::write(&path, []).unwrap();
+        assert_eq!(Vectors::map(&path, 3).unwrap().len(), 0);
     }
 
     #[test]
@@ -307,12 +428,9 @@ mod tests {
             let a = i as f32 * 0.0125;
             data.extend(unit(&[a.cos(), a.sin(), 0.1 * (i % 7) as f32]));
         }
-        let vectors = Vectors { dim: 3, data };
+        let vectors = Vectors::new(3, data);
         build_hnsw(dir.path(), &vectors).unwrap();
-        let copy = Vectors {
-            dim: 3,
-            data: vectors.data.clone(),
-        };
+        let copy = Vectors::new(3, vectors.data.to_vec());
         let dense = Dense::with_hnsw(copy, dir.path()).unwrap();
         let q = unit(&[1.0, 0.2, 0.0]);
         let exact: Vec<u32> = exact_top_k(&vectors, &q, 10, &|_| true)

@@ -51,24 +51,31 @@ pub struct Document {
     pub name_text: String,
     /// Text for the lexical index's main field (name words and description).
     pub lexical_text: String,
-    /// Text for the lexical index's context field (table and domain words).
+    // Build-only texts. They are written into the snapshot's `documents.json` (for people, for
+    // the next build's vector reuse) and indexed into tantivy and the vectors, but a loaded
+    // snapshot does not read them back: serving never looks at them, and at 100k columns they
+    // were most of the documents' heap (docs/PERFORMANCE.md, "Memory a column costs"). In a
+    // loaded snapshot they are empty.
+    /// Text for the lexical index's context field (table and domain words). Build-only.
+    #[serde(skip_deserializing)]
     pub context_text: String,
-    /// Text the embedding model sees.
+    /// Text the embedding model sees. Build-only.
+    #[serde(skip_deserializing)]
     pub dense_text: String,
     /// Column documents whose table has a description: `dense_text` with the table's first
     /// sentence as context. The document's vector is the normalised mean of both embeddings
-    /// (see `index::embedded_texts`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// (see `index::embedded_texts`). Build-only.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
     pub dense_table_text: Option<String>,
     /// Words the document is also found by (lexical `gloss` field): English terms of its
     /// German words and abbreviations, and the parts of its run-together words. Filled when
-    /// the snapshot is built (`index::expand_documents`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// the snapshot is built (`index::expand_documents`). Build-only.
+    #[serde(skip_deserializing, skip_serializing_if = "Vec::is_empty")]
     pub expansion: Vec<String>,
     /// The part of [`Document::expansion`] that comes from the name alone (English terms of a
     /// German or abbreviated name, the parts of a run-together name): indexed in the `name`
-    /// field too, so `birth date` meets `geburtsdatum` as it meets `birth_date`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// field too, so `birth date` meets `geburtsdatum` as it meets `birth_date`. Build-only.
+    #[serde(skip_deserializing, skip_serializing_if = "Vec::is_empty")]
     pub name_expansion: Vec<String>,
 }
 

@@ -38,7 +38,12 @@ pub struct Counts {
 /// Version of the snapshot layout; a snapshot of another version is refused at load.
 /// 6: the HNSW graph is dumped with govcat's own `CosineDistance`.
 /// 7: a column's vector also embeds its table's description (`Document::dense_table_text`).
-pub const FORMAT_VERSION: u32 = 7;
+/// 8: the HNSW graph is govcat's compact `dense.graph` (`index::graph`), not hnsw_rs's dump;
+///    documents.json and vectors.f32 are unchanged, so a build reuses a format-7 snapshot's
+///    vectors (`PreviousEmbeddings`).
+pub const FORMAT_VERSION: u32 = 8;
+/// Older formats whose `documents.json` and `vectors.f32` read as this one's.
+pub(super) const VECTORS_COMPATIBLE_SINCE: u32 = 7;
 
 /// `manifest.json`: what a snapshot is and how to check it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -275,11 +280,7 @@ pub(super) fn load_checked(dir: &Path, manifest: Manifest) -> Result<Snapshot, I
         problem: e.to_string(),
     })?;
     let vec_path = dir.join(VECTORS);
-    let vectors = Vectors::from_bytes(
-        &fs::read(&vec_path).map_err(|e| io_err(&vec_path, e))?,
-        manifest.model.dimension,
-        &vec_path.display().to_string(),
-    )?;
+    let vectors = Vectors::map(&vec_path, manifest.model.dimension)?;
     if vectors.len() != docs.len() {
         return Err(IndexError::Corrupt {
             file: vec_path.display().to_string(),

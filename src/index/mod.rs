@@ -11,6 +11,7 @@ mod build;
 pub mod dense;
 pub mod documents;
 mod format;
+pub mod graph;
 pub mod lexical;
 pub mod watch;
 
