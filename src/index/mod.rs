@@ -461,6 +461,45 @@ mod tests {
     }
 
     #[test]
+    fn a_format_7_snapshots_vectors_are_reused_and_an_older_formats_are_not() {
+        let index = tempfile::tempdir().expect("tempdir");
+        let embedder = HashEmbedder::new(32);
+        let model = model_info(&embedder);
+        let docs = ontology_docs();
+        let vectors = embed_documents(&embedder, &docs, &Quiet).expect("embed");
+        publish(index.path(), &docs, &vectors, &model);
+        let id = current_id(index.path()).expect("current");
+        let manifest = index.path().join("snapshots").join(id).join(MANIFEST);
+        let with_format = |version: u32| {
+            let mut m: serde_json::Value =
+                serde_json::from_slice(&fs::read(&manifest).expect("read manifest"))
+                    .expect("manifest JSON");
+            m["format_version"] = version.into();
+            fs::write(&manifest, serde_json::to_vec_pretty(&m).expect("JSON")).expect("write");
+        };
+
+        with_format(7);
+        let previous = PreviousEmbeddings::load(index.path(), &model)
+            .expect("format 7 vectors are reusable")
+            .expect("published");
+        let (_, report) =
+            embed_documents_reusing(&embedder, &docs, Some(&previous), &Quiet).expect("embed");
+        assert_eq!(
+            report,
+            EmbedReport {
+                embedded: 0,
+                reused: docs.len()
+            }
+        );
+
+        with_format(6);
+        assert_eq!(
+            PreviousEmbeddings::load(index.path(), &model).err(),
+            Some("snapshot format 6".to_string())
+        );
+    }
+
+    #[test]
     fn vectors_of_another_model_or_a_corrupt_file_are_not_reused() {
         let index = tempfile::tempdir().expect("tempdir");
         let embedder = HashEmbedder::new(32);
