@@ -869,7 +869,8 @@ fn mean(xs: &[f64]) -> f64 {
 }
 
 /// (VmRSS, VmHWM) of this process in MiB.
-fn rss_mib() -> Result<(f64, f64)> {
+/// Fields of /proc/self/status in MiB (the kernel writes them in KiB), in the order asked.
+fn status_mib<const N: usize>(names: [&str; N]) -> Result<[f64; N]> {
     let status = fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
     let field = |name: &str| -> Result<f64> {
         let line = status
@@ -884,25 +885,24 @@ fn rss_mib() -> Result<(f64, f64)> {
             .with_context(|| format!("/proc/self/status line '{line}'"))?;
         Ok(kb / 1024.0)
     };
-    Ok((field("VmRSS:")?, field("VmHWM:")?))
+    let mut out = [0.0; N];
+    for (slot, name) in out.iter_mut().zip(names) {
+        *slot = field(name)?;
+    }
+    Ok(out)
+}
+
+/// RSS and its high-water mark, in MiB.
+fn rss_mib() -> Result<(f64, f64)> {
+    let [rss, hwm] = status_mib(["VmRSS:", "VmHWM:"])?;
+    Ok((rss, hwm))
 }
 
 /// Private memory (heap, stacks) and file-backed pages (mapped snapshot files, the model's
 /// weights, the binary) of this process's RSS, in MiB.
 fn rss_split() -> Result<(f64, f64)> {
-    let status = fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
-    let kib = |name: &str| -> f64 {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    Ok((
-        (kib("RssAnon:") + kib("RssShmem:")) / 1024.0,
-        kib("RssFile:") / 1024.0,
-    ))
+    let [anon, shmem, file] = status_mib(["RssAnon:", "RssShmem:", "RssFile:"])?;
+    Ok((anon + shmem, file))
 }
 
 fn dir_bytes(dir: &Path) -> Result<u64> {
@@ -1333,14 +1333,15 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
         "graph_heap_bytes": graph.heap_bytes(),
     });
 
+    // What serving has touched by now: with the vectors memory-mapped, RSS right after load
+    // counts few of them; after the queries it counts the pages the searches read.
+    let (rss_served, _) = rss_mib()?;
+    let (anon_served, file_served) = rss_split()?;
+
     // The calibration `govcat index` runs (issue 23): the leave-one-out over this snapshot's
     // tagged columns, a per-domain sample of `calibration::MAX_COLUMNS` above that. The demo
     // catalog is the context's source only because a context needs one: a suggestion without
     // a target dataset reads nothing from it.
-    // What serving has touched by now: with the vectors and the graph's data memory-mapped,
-    // RSS right after load counts little of them; after the queries it counts the pages read.
-    let (rss_served, _) = rss_mib()?;
-    let (anon_served, file_served) = rss_split()?;
     let calibration = {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let ontology = govcat::ontology::Ontology::load(&root.join("ontology/lf-tags.json"))

@@ -53,9 +53,8 @@ pub struct Document {
     pub lexical_text: String,
     // Build-only texts. They are written into the snapshot's `documents.json` (for people, for
     // the next build's vector reuse) and indexed into tantivy and the vectors, but a loaded
-    // snapshot does not read them back: serving never looks at them, and at 100k columns they
-    // were most of the documents' heap (docs/PERFORMANCE.md, "Memory a column costs"). In a
-    // loaded snapshot they are empty.
+    // snapshot does not read them back: serving never looks at them (docs/perf/large-lake.md).
+    // In a loaded snapshot they are empty.
     /// Text for the lexical index's context field (table and domain words). Build-only.
     #[serde(skip_deserializing)]
     pub context_text: String,

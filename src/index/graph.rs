@@ -131,8 +131,12 @@ impl Graph {
                 .map(|layer| layer.into_iter().map(|nb| nb.d_id as u32).collect())
                 .collect();
         }
+        // Each (point, layer) list is asked for once: moved out, not copied.
         Graph::from_lists(&levels, |i, layer| {
-            lists[i as usize].get(layer).cloned().unwrap_or_default()
+            lists[i as usize]
+                .get_mut(layer)
+                .map(std::mem::take)
+                .unwrap_or_default()
         })
     }
 
