@@ -214,6 +214,7 @@ pub fn write_snapshot(
         None,
         BuiltFrom::default(),
         None,
+        None,
         &Quiet,
     )
 }
@@ -245,6 +246,7 @@ pub fn write_snapshot_with_glossary(
     abbreviations_text: Option<&str>,
     built_from: BuiltFrom,
     calibrate: Option<&Calibrate>,
+    graph_seed: Option<dense::GraphSeed>,
     progress: &dyn Progress,
 ) -> Result<String, IndexError> {
     let snapshots = index_dir.join("snapshots");
@@ -280,9 +282,11 @@ pub fn write_snapshot_with_glossary(
     }
     lexical::build(&staging.join(TANTIVY), docs)?;
     let dense_backend = dense::choose_backend(docs.len());
-    if dense_backend == Backend::Hnsw {
-        dense::build_hnsw_with(&staging, vectors, dense::GraphParams::SHIPPED, progress)?;
-    }
+    let graph = if dense_backend == Backend::Hnsw {
+        Some(dense::write_graph(&staging, vectors, graph_seed, progress)?)
+    } else {
+        None
+    };
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
         id: id.clone(),
@@ -293,6 +297,7 @@ pub fn write_snapshot_with_glossary(
         source: built_from.source,
         ontology_checksum: built_from.ontology_checksum,
         dense_backend,
+        graph,
         counts,
         files: checksums(&staging)?,
     };
@@ -398,7 +403,15 @@ pub fn build_calibrated(
             None
         }
     };
-    let (vectors, report) = embed_documents_reusing(embedder, &docs, previous.as_ref(), progress)?;
+    let (vectors, report, old_of_new) =
+        embed_documents_reusing(embedder, &docs, previous.as_ref(), progress)?;
+    let graph_seed = previous.as_ref().and_then(|p| {
+        p.graph.as_ref().map(|graph| dense::GraphSeed {
+            snapshot: &p.snapshot,
+            graph,
+            old_of_new: &old_of_new,
+        })
+    });
     tracing::info!(
         embedded = report.embedded,
         reused = report.reused,
@@ -419,6 +432,7 @@ pub fn build_calibrated(
             ontology_checksum: Some(ontology.checksum()),
         },
         calibrate,
+        graph_seed,
         progress,
     )?;
     Ok((
@@ -450,6 +464,9 @@ pub(super) struct PreviousEmbeddings {
     vectors: Vectors,
     rows: std::collections::HashMap<[u8; 32], usize>,
     model: ModelInfo,
+    /// The published snapshot's id, and its HNSW graph when it has one that reads.
+    snapshot: String,
+    graph: Option<graph::Graph>,
 }
 
 impl PreviousEmbeddings {
@@ -506,42 +523,60 @@ impl PreviousEmbeddings {
                 (embedding_key(model, texts), row)
             })
             .collect();
+        // A graph that does not read only costs the patch: the build makes a fresh one.
+        let graph = (manifest.dense_backend == Backend::Hnsw)
+            .then(|| verified(dense::GRAPH_FILE).ok())
+            .flatten()
+            .and_then(|bytes| graph::Graph::from_bytes(&bytes, dense::GRAPH_FILE).ok())
+            .filter(|g| g.points() == vectors.len());
         Ok(Some(PreviousEmbeddings {
             vectors,
             rows,
             model: model.clone(),
+            snapshot: manifest.id,
+            graph,
         }))
     }
 
-    fn get(&self, d: &Document) -> Option<&[f32]> {
+    /// The published row holding `d`'s vector.
+    fn row(&self, d: &Document) -> Option<usize> {
         self.rows
             .get(&embedding_key(&self.model, embedded_texts(d)))
-            .map(|&row| self.vectors.row(row))
+            .copied()
     }
 }
 
 /// [`embed_documents`] that copies the vectors `previous` holds for unchanged texts and embeds
-/// only the rest (in batches). Progress counts texts; reused ones advance at once.
+/// only the rest (in batches). Progress counts texts; reused ones advance at once. Also returns,
+/// per document, the published row its vector was copied from (each row given to one document
+/// only, for the graph patch).
 pub(super) fn embed_documents_reusing(
     embedder: &dyn Embedder,
     docs: &[Document],
     previous: Option<&PreviousEmbeddings>,
     progress: &dyn Progress,
-) -> Result<(Vectors, EmbedReport), IndexError> {
+) -> Result<(Vectors, EmbedReport, Vec<Option<u32>>), IndexError> {
     let Some(previous) = previous else {
         let vectors = embed_documents(embedder, docs, progress)?;
         let report = EmbedReport {
             embedded: docs.len(),
             reused: 0,
         };
-        return Ok((vectors, report));
+        return Ok((vectors, report, vec![None; docs.len()]));
     };
     let dim = embedder.dimension();
     let mut data = vec![0f32; docs.len() * dim];
     let mut missing = Vec::new();
+    let mut old_of_new = vec![None; docs.len()];
+    let mut claimed = vec![false; previous.vectors.len()];
     for (i, d) in docs.iter().enumerate() {
-        match previous.get(d) {
-            Some(v) => data[i * dim..(i + 1) * dim].copy_from_slice(v),
+        match previous.row(d) {
+            Some(row) => {
+                data[i * dim..(i + 1) * dim].copy_from_slice(previous.vectors.row(row));
+                if !std::mem::replace(&mut claimed[row], true) {
+                    old_of_new[i] = Some(row as u32);
+                }
+            }
             None => missing.push(i),
         }
     }
@@ -554,7 +589,7 @@ pub(super) fn embed_documents_reusing(
     progress.advance(total - text_count(missing.iter().map(|&i| &docs[i])));
     embed_rows(embedder, docs, &missing, &mut data, progress)?;
     progress.finish();
-    Ok((Vectors::new(dim, data), report))
+    Ok((Vectors::new(dim, data), report, old_of_new))
 }
 
 /// `SnapshotShrunk` when `counts` has more than [`MAX_UNATTENDED_LOSS`] fewer columns than the

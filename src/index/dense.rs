@@ -12,7 +12,7 @@ use std::path::Path;
 use hnsw_rs::anndists::dist::Distance;
 use hnsw_rs::hnsw::Hnsw;
 
-use super::graph::Graph;
+use super::graph::{Graph, PatchCounts};
 use super::IndexError;
 
 /// Up to this many documents the exact scan serves queries; above it, HNSW. Release scale
@@ -234,7 +234,7 @@ pub fn exact_top_k(
 
 /// Builds an HNSW graph over `vectors` with the shipped parameters and writes it into `dir`.
 pub fn build_hnsw(dir: &Path, vectors: &Vectors) -> Result<(), IndexError> {
-    build_hnsw_with(dir, vectors, GraphParams::SHIPPED, &super::Quiet)
+    build_hnsw_with(dir, vectors, GraphParams::SHIPPED, &super::Quiet).map(drop)
 }
 
 /// What the graph build's progress bar says.
@@ -247,7 +247,7 @@ pub fn build_hnsw_with(
     vectors: &Vectors,
     params: GraphParams,
     progress: &dyn super::Progress,
-) -> Result<(), IndexError> {
+) -> Result<Graph, IndexError> {
     let hnsw: Hnsw<f32, CosineDistance> = Hnsw::new(
         params.m,
         vectors.len(),
@@ -264,10 +264,120 @@ pub fn build_hnsw_with(
     progress.finish();
     let graph = Graph::from_hnsw(&hnsw, vectors.len());
     drop(hnsw);
+    save_graph(dir, &graph)?;
+    Ok(graph)
+}
+
+fn save_graph(dir: &Path, graph: &Graph) -> Result<(), IndexError> {
     let path = dir.join(GRAPH_FILE);
     std::fs::write(&path, graph.to_bytes()).map_err(|e| IndexError::Io {
         path: path.display().to_string(),
         problem: format!("cannot write the HNSW graph: {e}"),
+    })
+}
+
+/// The published snapshot's graph, and which of its points the new snapshot's points are:
+/// `old_of_new[i]` is the published point whose vector point `i` carries unchanged.
+pub struct GraphSeed<'a> {
+    pub snapshot: &'a str,
+    pub graph: &'a Graph,
+    pub old_of_new: &'a [Option<u32>],
+}
+
+/// Share of a snapshot's points a patch may insert; above it a graph is built from nothing
+/// (one insertion at a time on one core against hnsw_rs's parallel build).
+pub const PATCH_MAX_INSERTED: f64 = 0.10;
+/// Probe recall@10 a patched graph must reach to be kept (the fresh build's target, issue 32).
+pub const PATCH_MIN_RECALL: f64 = 0.98;
+/// Indexed vectors used as probe queries for a graph's recall (see [`Graph::probe_recall`]).
+pub const RECALL_PROBES: usize = 200;
+/// What the graph patch's progress bar says.
+pub const PATCH_STEP: &str = "patching the published HNSW graph";
+
+/// How a snapshot's graph was made (`graph` in its manifest).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GraphBuild {
+    /// `built` (from nothing) or `patched` (from the published snapshot's graph).
+    pub method: GraphMethod,
+    /// The snapshot whose graph was patched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patched_from: Option<String>,
+    /// With `patched`: points kept, inserted and removed ([`PatchCounts`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<PatchCounts>,
+    /// Recall@10 of the written graph at `ef_search` [`HNSW_EF_SEARCH`] against the exact
+    /// scan, over [`RECALL_PROBES`] of its own vectors as queries.
+    pub probe_recall: f64,
+    /// Why the published graph was not patched, when it could have been.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_patched: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GraphMethod {
+    Built,
+    Patched,
+}
+
+/// Writes the graph of a snapshot whose vectors are `vectors` into `dir`: patched from `seed`
+/// when at most [`PATCH_MAX_INSERTED`] of the points need inserting and the patched graph's
+/// probe recall is at least [`PATCH_MIN_RECALL`], built from nothing otherwise.
+pub fn write_graph(
+    dir: &Path,
+    vectors: &Vectors,
+    seed: Option<GraphSeed>,
+    progress: &dyn super::Progress,
+) -> Result<GraphBuild, IndexError> {
+    let recall = |g: &Graph| {
+        let r = g.probe_recall(vectors, RECALL_PROBES, 10, HNSW_EF_SEARCH);
+        (r * 1e4).round() / 1e4
+    };
+    let mut not_patched = None;
+    if let Some(seed) = seed {
+        let n = seed.old_of_new.len();
+        let reused = seed.old_of_new.iter().filter(|o| o.is_some()).count();
+        let new = n - reused;
+        if new as f64 > PATCH_MAX_INSERTED * n as f64 {
+            not_patched = Some(format!(
+                "{new} of {n} points are new or changed (more than {}%)",
+                PATCH_MAX_INSERTED * 100.0
+            ));
+        } else {
+            let patched =
+                seed.graph
+                    .patched(seed.old_of_new, vectors, GraphParams::SHIPPED, progress);
+            match patched {
+                None => not_patched = Some("no point of the published graph is kept".into()),
+                Some((graph, counts)) => {
+                    let probe_recall = recall(&graph);
+                    if probe_recall >= PATCH_MIN_RECALL {
+                        save_graph(dir, &graph)?;
+                        return Ok(GraphBuild {
+                            method: GraphMethod::Patched,
+                            patched_from: Some(seed.snapshot.to_string()),
+                            patch: Some(counts),
+                            probe_recall,
+                            not_patched: None,
+                        });
+                    }
+                    not_patched = Some(format!(
+                        "the patched graph's probe recall@10 was {probe_recall}, below {PATCH_MIN_RECALL}"
+                    ));
+                }
+            }
+        }
+        if let Some(reason) = &not_patched {
+            tracing::info!(%reason, "building the HNSW graph from nothing");
+        }
+    }
+    let graph = build_hnsw_with(dir, vectors, GraphParams::SHIPPED, progress)?;
+    Ok(GraphBuild {
+        method: GraphMethod::Built,
+        patched_from: None,
+        patch: None,
+        probe_recall: recall(&graph),
+        not_patched,
     })
 }
 

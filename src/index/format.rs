@@ -62,6 +62,9 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ontology_checksum: Option<String>,
     pub dense_backend: Backend,
+    /// How the HNSW graph was made (`hnsw` backend only; absent before govcat recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<dense::GraphBuild>,
     pub counts: Counts,
     /// sha256 of every file of the snapshot (paths relative to the snapshot directory).
     pub files: BTreeMap<String, String>,

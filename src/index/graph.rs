@@ -21,6 +21,9 @@ use std::collections::BinaryHeap;
 use super::dense::{dot, Vectors};
 use super::IndexError;
 
+mod patch;
+pub use patch::PatchCounts;
+
 /// "GVG1".
 const GRAPH_MAGIC: u32 = u32::from_le_bytes(*b"GVG1");
 
@@ -60,7 +63,7 @@ pub struct Graph {
 
 /// A similarity ordered for the heaps (total order; ties by ordinal).
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Scored(f32, u32);
+pub(super) struct Scored(pub(super) f32, pub(super) u32);
 
 impl Eq for Scored {}
 
@@ -76,6 +79,92 @@ impl Ord for Scored {
             .total_cmp(&other.0)
             .then_with(|| other.1.cmp(&self.1))
     }
+}
+
+/// Points seen by one walk: a bit each.
+pub(super) struct Visited(Vec<u64>);
+
+impl Visited {
+    pub(super) fn new(points: usize) -> Visited {
+        Visited(vec![0; points.div_ceil(64)])
+    }
+
+    /// Marks `i` seen; whether it was not before.
+    pub(super) fn first(&mut self, i: u32) -> bool {
+        let (word, bit) = (i as usize / 64, 1u64 << (i % 64));
+        let fresh = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        fresh
+    }
+}
+
+/// The greedy walk of an upper layer: from `entry` to a neighbour more similar to the query
+/// for as long as there is one; the point where it stops.
+pub(super) fn greedy<'g>(
+    neighbours: impl Fn(u32) -> &'g [u32],
+    sim: impl Fn(u32) -> f32,
+    mut entry: Scored,
+) -> Scored {
+    loop {
+        let best = neighbours(entry.1)
+            .iter()
+            .map(|&nb| Scored(sim(nb), nb))
+            .max()
+            .filter(|s| *s > entry);
+        match best {
+            Some(s) => entry = s,
+            None => return entry,
+        }
+    }
+}
+
+/// The beam search of one layer (the HNSW paper's algorithm 2) from `entries`: expands the best
+/// unexpanded candidate until the `ef` nearest found so far are all better than it. Every point
+/// scored is passed to `seen` (the entries too); returns the `ef` nearest, best first.
+pub(super) fn beam<'g>(
+    neighbours: impl Fn(u32) -> &'g [u32],
+    sim: impl Fn(u32) -> f32,
+    entries: &[Scored],
+    ef: usize,
+    visited: &mut Visited,
+    mut seen: impl FnMut(Scored),
+) -> Vec<Scored> {
+    let mut candidates = BinaryHeap::new();
+    let mut nearest = BinaryHeap::new();
+    for &e in entries {
+        if visited.first(e.1) {
+            candidates.push(e);
+            nearest.push(std::cmp::Reverse(e));
+            seen(e);
+        }
+    }
+    while nearest.len() > ef {
+        nearest.pop();
+    }
+    while let Some(current) = candidates.pop() {
+        let worst = nearest.peek().map(|r: &std::cmp::Reverse<Scored>| r.0);
+        if nearest.len() >= ef && worst.is_some_and(|w| current < w) {
+            break;
+        }
+        for &nb in neighbours(current.1) {
+            if !visited.first(nb) {
+                continue;
+            }
+            let s = Scored(sim(nb), nb);
+            let worst = nearest.peek().map(|r| r.0);
+            if nearest.len() < ef || worst.is_some_and(|w| s > w) {
+                candidates.push(s);
+                nearest.push(std::cmp::Reverse(s));
+                if nearest.len() > ef {
+                    nearest.pop();
+                }
+            }
+            seen(s);
+        }
+    }
+    let mut out: Vec<Scored> = nearest.into_iter().map(|r| r.0).collect();
+    out.sort_by(|a, b| b.cmp(a));
+    out
 }
 
 impl Graph {
@@ -174,64 +263,27 @@ impl Graph {
         let sim = |i: u32| dot(vectors.row(i as usize), query);
         let mut entry = Scored(sim(self.entry), self.entry);
         for layer in self.layers.iter().skip(1).rev() {
-            loop {
-                let best = layer
-                    .neighbours(entry.1)
-                    .iter()
-                    .map(|&nb| Scored(sim(nb), nb))
-                    .max()
-                    .filter(|s| *s > entry);
-                match best {
-                    Some(s) => entry = s,
-                    None => break,
-                }
-            }
+            entry = greedy(|i| layer.neighbours(i), &sim, entry);
         }
-        let ef = ef.max(k);
         let bottom = &self.layers[0];
-        let mut visited = vec![0u64; (self.points as usize).div_ceil(64)];
-        let mut visit = |i: u32| {
-            let (word, bit) = (i as usize / 64, 1u64 << (i % 64));
-            let fresh = visited[word] & bit == 0;
-            visited[word] |= bit;
-            fresh
-        };
-        visit(entry.1);
-        // Candidates to expand, best first; the walk's `ef` best (allowed or not) decide when to
-        // stop, as in the paper; the allowed ones among everything seen are the answer.
-        let mut candidates = BinaryHeap::from([entry]);
-        let mut nearest = BinaryHeap::from([std::cmp::Reverse(entry)]);
+        let mut visited = Visited::new(self.points as usize);
         let mut found: BinaryHeap<std::cmp::Reverse<Scored>> = BinaryHeap::new();
-        let keep = |s: Scored, found: &mut BinaryHeap<std::cmp::Reverse<Scored>>| {
-            if allowed(s.1) {
-                found.push(std::cmp::Reverse(s));
-                if found.len() > ef {
-                    found.pop();
-                }
-            }
-        };
-        keep(entry, &mut found);
-        while let Some(current) = candidates.pop() {
-            let worst = nearest.peek().map(|r| r.0);
-            if nearest.len() >= ef && worst.is_some_and(|w| current < w) {
-                break;
-            }
-            for &nb in bottom.neighbours(current.1) {
-                if !visit(nb) {
-                    continue;
-                }
-                let s = Scored(sim(nb), nb);
-                let worst = nearest.peek().map(|r| r.0);
-                if nearest.len() < ef || worst.is_some_and(|w| s > w) {
-                    candidates.push(s);
-                    nearest.push(std::cmp::Reverse(s));
-                    if nearest.len() > ef {
-                        nearest.pop();
+        let ef = ef.max(k);
+        beam(
+            |i| bottom.neighbours(i),
+            &sim,
+            &[entry],
+            ef,
+            &mut visited,
+            |s| {
+                if allowed(s.1) {
+                    found.push(std::cmp::Reverse(s));
+                    if found.len() > ef {
+                        found.pop();
                     }
                 }
-                keep(s, &mut found);
-            }
-        }
+            },
+        );
         let mut out: Vec<(u32, f32)> = found.into_iter().map(|r| (r.0 .1, r.0 .0)).collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         out.truncate(k);

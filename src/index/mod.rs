@@ -440,13 +440,17 @@ mod tests {
         let previous = PreviousEmbeddings::load(index.path(), &model)
             .expect("reusable")
             .expect("published");
-        let (second, report) =
+        let (second, report, old_of_new) =
             embed_documents_reusing(&embedder, &docs, Some(&previous), &Quiet).expect("embed");
 
         assert_eq!(
             *embedder.texts.lock().unwrap(),
             vec![docs[3].dense_text.clone()]
         );
+        let expected: Vec<Option<u32>> = (0..docs.len() as u32)
+            .map(|i| (i != 3).then_some(i))
+            .collect();
+        assert_eq!(old_of_new, expected);
         assert_eq!(
             report,
             EmbedReport {
@@ -482,7 +486,7 @@ mod tests {
         let previous = PreviousEmbeddings::load(index.path(), &model)
             .expect("format 7 vectors are reusable")
             .expect("published");
-        let (_, report) =
+        let (_, report, _) =
             embed_documents_reusing(&embedder, &docs, Some(&previous), &Quiet).expect("embed");
         assert_eq!(
             report,
