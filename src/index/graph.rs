@@ -263,7 +263,7 @@ impl Graph {
         let sim = |i: u32| dot(vectors.row(i as usize), query);
         let mut entry = Scored(sim(self.entry), self.entry);
         for layer in self.layers.iter().skip(1).rev() {
-            entry = greedy(|i| layer.neighbours(i), &sim, entry);
+            entry = greedy(|i| layer.neighbours(i), sim, entry);
         }
         let bottom = &self.layers[0];
         let mut visited = Visited::new(self.points as usize);
@@ -271,7 +271,7 @@ impl Graph {
         let ef = ef.max(k);
         beam(
             |i| bottom.neighbours(i),
-            &sim,
+            sim,
             &[entry],
             ef,
             &mut visited,
