@@ -332,13 +332,14 @@ pub fn load_embedder() -> Result<Arc<dyn Embedder>, ToolError> {
 
 /// What `govcat index` and `serve --refresh`/`--watch` give `index::build_calibrated`: loads the
 /// staged snapshot into a context from `fresh` (the same catalog and ontology), runs the
-/// leave-one-out of `tools::calibrate::fit_snapshot` over it and returns the map to store.
+/// leave-one-out of `tools::calibrate::fit_snapshot` over it (at most the given number of
+/// tagged columns) and returns the map to store.
 pub fn calibrator<'a>(
     fresh: &'a dyn Fn() -> Result<Context, ToolError>,
     embedder: Arc<dyn Embedder>,
     progress: &'a dyn crate::index::Progress,
-) -> impl Fn(&Path) -> Result<crate::calibration::Map, crate::index::IndexError> + 'a {
-    move |dir| {
+) -> impl Fn(&Path, usize) -> Result<crate::calibration::Map, crate::index::IndexError> + 'a {
+    move |dir, max_columns| {
         let failed = |e: ToolError| crate::index::IndexError::Calibration(e.message);
         let snapshot = crate::index::load(dir, embedder.as_ref())?;
         let handle = crate::index::SnapshotHandle::new();
@@ -346,7 +347,7 @@ pub fn calibrator<'a>(
         let ctx = fresh()
             .map_err(failed)?
             .with_retrieval(embedder.clone(), handle);
-        crate::tools::calibrate::fit_snapshot(&ctx, progress).map_err(failed)
+        crate::tools::calibrate::fit_snapshot(&ctx, max_columns, progress).map_err(failed)
     }
 }
 

@@ -68,9 +68,9 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
         let bar = Bar(bar);
         let fresh = || context(options);
         let calibrate = crate::app::calibrator(&fresh, embedder.clone(), &bar);
-        let calibrate = |dir: &std::path::Path| {
+        let calibrate = |dir: &std::path::Path, max_columns: usize| {
             let started = std::time::Instant::now();
-            let map = calibrate(dir);
+            let map = calibrate(dir, max_columns);
             calibration_seconds.set(started.elapsed().as_secs_f64());
             map
         };
@@ -126,6 +126,22 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
                     "  embedded {} documents; reused {} vectors of unchanged texts from the previous snapshot",
                     embedded.embedded, embedded.reused
                 );
+                if let Some(g) = &m.graph {
+                    match (&g.patched_from, &g.patch) {
+                        (Some(from), Some(p)) => println!(
+                            "  HNSW graph patched from snapshot {from}: {} points kept, {} inserted, {} removed; probe recall@10 {}",
+                            p.kept, p.inserted, p.removed, g.probe_recall
+                        ),
+                        _ => println!(
+                            "  HNSW graph built{}; probe recall@10 {}",
+                            g.not_patched
+                                .as_deref()
+                                .map(|r| format!(" from nothing ({r})"))
+                                .unwrap_or_default(),
+                            g.probe_recall
+                        ),
+                    }
+                }
                 for u in &m.counts.unreadable_tables {
                     println!("  not indexed: {} ({})", u.table, u.reason);
                 }

@@ -222,7 +222,8 @@ pub fn write_snapshot(
 /// Fits the calibration map of a snapshot that is complete but not yet published: given its
 /// staging directory (loadable with [`load`]), returns the map to store as [`CALIBRATION`].
 /// The index layer cannot run `suggest_tags`; `app::calibrator` supplies this.
-pub type Calibrate<'a> = dyn Fn(&Path) -> Result<crate::calibration::Map, IndexError> + 'a;
+/// Its second argument is the most tagged columns to check (a deterministic sample above).
+pub type Calibrate<'a> = dyn Fn(&Path, usize) -> Result<crate::calibration::Map, IndexError> + 'a;
 
 /// What a snapshot records of the catalog and ontology it was built from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -245,7 +246,7 @@ pub fn write_snapshot_with_glossary(
     glossary_text: Option<&str>,
     abbreviations_text: Option<&str>,
     built_from: BuiltFrom,
-    calibrate: Option<&Calibrate>,
+    calibrate: Option<(&Calibrate, usize)>,
     graph_seed: Option<dense::GraphSeed>,
     progress: &dyn Progress,
 ) -> Result<String, IndexError> {
@@ -304,8 +305,8 @@ pub fn write_snapshot_with_glossary(
     let mut manifest = manifest;
     let manifest_bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| io_err(&staging, e))?;
     write_file(&staging.join(MANIFEST), &manifest_bytes)?;
-    if let Some(calibrate) = calibrate {
-        let map = calibrate(&staging)?;
+    if let Some((calibrate, max_columns)) = calibrate {
+        let map = calibrate(&staging, max_columns)?;
         let bytes = serde_json::to_vec_pretty(&map).map_err(|e| io_err(&staging, e))?;
         write_file(&staging.join(CALIBRATION), &bytes)?;
         manifest.files = checksums(&staging)?;
@@ -395,6 +396,42 @@ pub fn build_calibrated(
     if unattended {
         refuse_shrunk(index_dir, &counts)?;
     }
+    let provenance = Provenance {
+        freshness: source.freshness(),
+        ontology_version: &ontology.version,
+        glossary_text: ontology.glossary_text.as_deref(),
+        abbreviations_text: ontology.abbreviations_text.as_deref(),
+        built_from: BuiltFrom {
+            source: Some(source.identity()),
+            ontology_checksum: Some(ontology.checksum()),
+        },
+    };
+    publish_documents(
+        index_dir, &docs, counts, embedder, provenance, calibrate, progress,
+    )
+}
+
+/// What a snapshot records of where its documents came from.
+pub struct Provenance<'a> {
+    pub freshness: SourceFreshness,
+    pub ontology_version: &'a str,
+    pub glossary_text: Option<&'a str>,
+    pub abbreviations_text: Option<&'a str>,
+    pub built_from: BuiltFrom,
+}
+
+/// The part of a build after the catalog is read: embeds `docs` (reusing the published
+/// snapshot's vectors of unchanged texts), indexes them (patching the published HNSW graph when
+/// few points changed, `dense::write_graph`), calibrates and publishes the snapshot.
+pub fn publish_documents(
+    index_dir: &Path,
+    docs: &[Document],
+    counts: Counts,
+    embedder: &dyn Embedder,
+    provenance: Provenance,
+    calibrate: Option<&Calibrate>,
+    progress: &dyn Progress,
+) -> Result<(Manifest, EmbedReport), IndexError> {
     let model = model_info(embedder);
     let previous = match PreviousEmbeddings::load(index_dir, &model) {
         Ok(previous) => previous,
@@ -404,7 +441,7 @@ pub fn build_calibrated(
         }
     };
     let (vectors, report, old_of_new) =
-        embed_documents_reusing(embedder, &docs, previous.as_ref(), progress)?;
+        embed_documents_reusing(embedder, docs, previous.as_ref(), progress)?;
     let graph_seed = previous.as_ref().and_then(|p| {
         p.graph.as_ref().map(|graph| dense::GraphSeed {
             snapshot: &p.snapshot,
@@ -417,21 +454,26 @@ pub fn build_calibrated(
         reused = report.reused,
         "snapshot document vectors"
     );
+    // A catalog that moved little is recalibrated on a smaller sample.
+    let moved_little = previous.is_some()
+        && report.embedded as f64 <= dense::PATCH_MAX_INSERTED * docs.len() as f64;
+    let max_columns = if moved_little {
+        crate::calibration::REFRESH_MAX_COLUMNS
+    } else {
+        crate::calibration::MAX_COLUMNS
+    };
     let id = write_snapshot_with_glossary(
         index_dir,
-        &docs,
+        docs,
         &vectors,
         counts,
-        source.freshness(),
+        provenance.freshness,
         model,
-        &ontology.version,
-        ontology.glossary_text.as_deref(),
-        ontology.abbreviations_text.as_deref(),
-        BuiltFrom {
-            source: Some(source.identity()),
-            ontology_checksum: Some(ontology.checksum()),
-        },
-        calibrate,
+        provenance.ontology_version,
+        provenance.glossary_text,
+        provenance.abbreviations_text,
+        provenance.built_from,
+        calibrate.map(|c| (c, max_columns)),
         graph_seed,
         progress,
     )?;

@@ -270,14 +270,18 @@ pub fn inherited_rates(ctx: &Context, docs: &[Document]) -> BTreeMap<String, Rat
 /// The map `govcat index` stores: the leave-one-out (each column hidden alone) over the
 /// snapshot's tagged columns, all of them up to [`calibration::MAX_COLUMNS`], above that a
 /// per-domain sample, fitted on all of them.
-pub fn fit_snapshot(ctx: &Context, progress: &dyn Progress) -> Result<Map, ToolError> {
+pub fn fit_snapshot(
+    ctx: &Context,
+    max_columns: usize,
+    progress: &dyn Progress,
+) -> Result<Map, ToolError> {
     let (snapshot, _) = ctx.retrieval_parts()?;
     let tagged = tagged_columns(ctx, &snapshot.docs);
     let items: Vec<(&str, &str)> = tagged
         .iter()
         .map(|d| (d.domain.as_deref().unwrap_or_default(), d.id.as_str()))
         .collect();
-    let (chosen, sampled) = calibration::sample(&items, calibration::MAX_COLUMNS);
+    let (chosen, sampled) = calibration::sample(&items, max_columns);
     let columns: Vec<&Document> = chosen.iter().map(|&i| tagged[i]).collect();
     let mut observations = Vec::new();
     leave_one_out(
