@@ -224,12 +224,10 @@ pub fn check_compatible(
     file: &str,
 ) -> Result<(), IndexError> {
     if manifest.format_version != FORMAT_VERSION {
-        return Err(IndexError::Corrupt {
+        return Err(IndexError::FormatMismatch {
             file: file.to_string(),
-            problem: format!(
-                "snapshot format {} is not the format {FORMAT_VERSION} this govcat reads",
-                manifest.format_version
-            ),
+            found: manifest.format_version,
+            reads: FORMAT_VERSION,
         });
     }
     let running = model_info(embedder);

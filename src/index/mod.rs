@@ -44,6 +44,12 @@ pub enum IndexError {
     NoSnapshot { dir: String },
     #[error("snapshot file {file} is corrupt ({problem})")]
     Corrupt { file: String, problem: String },
+    #[error("snapshot {file} is in snapshot format {found}, written by {} govcat; this govcat reads format {reads}", if found < reads { "an older" } else { "a newer" })]
+    FormatMismatch {
+        file: String,
+        found: u32,
+        reads: u32,
+    },
     #[error("snapshot {id} was built with embedding model {built} but this govcat runs {running}")]
     ModelMismatch {
         id: String,
@@ -71,6 +77,7 @@ impl IndexError {
         match self {
             IndexError::NoSnapshot { .. } => "NoSnapshot",
             IndexError::Corrupt { .. } => "SnapshotCorrupt",
+            IndexError::FormatMismatch { .. } => "SnapshotFormatMismatch",
             IndexError::ModelMismatch { .. } => "SnapshotModelMismatch",
             IndexError::Io { .. } => "IndexIo",
             IndexError::Shrunk { .. } => "SnapshotShrunk",
@@ -494,6 +501,29 @@ mod tests {
                 embedded: 0,
                 reused: docs.len()
             }
+        );
+
+        // A replica of this govcat refuses to serve it, says why and what to run.
+        let refused = crate::tools::ToolError::from(
+            load_current(index.path(), &embedder)
+                .err()
+                .expect("a format-7 snapshot is not served"),
+        );
+        assert_eq!(refused.kind, "SnapshotFormatMismatch");
+        assert_eq!(
+            refused.message,
+            format!(
+                "snapshot {} is in snapshot format 7, written by an older govcat; this govcat reads format {FORMAT_VERSION}",
+                manifest.display()
+            )
+        );
+        assert_eq!(
+            refused.next.as_deref(),
+            Some(&crate::tools::Step::Index {
+                why: "to rebuild it in this govcat's format (a build reuses the vectors of a \
+                      format-7 or later snapshot)"
+                    .into()
+            })
         );
 
         with_format(6);

@@ -356,6 +356,9 @@ impl From<crate::index::IndexError> for ToolError {
         let why = match &e {
             E::NoSnapshot { .. } => "to build one",
             E::Corrupt { .. } => "to rebuild the snapshot",
+            E::FormatMismatch { .. } => {
+                "to rebuild it in this govcat's format (a build reuses the vectors of a format-7 or later snapshot)"
+            }
             E::ModelMismatch { .. } => "to rebuild it with the running model",
             E::Shrunk { .. } => "to publish the smaller catalog deliberately",
             _ => return base,
