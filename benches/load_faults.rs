@@ -31,6 +31,7 @@
 //! Run:   cargo bench --profile dev --bench load_faults -- --scenario swap
 //!        cargo bench --profile dev --bench load_faults -- --scenario aws
 //! Options: --seconds 300 --concurrency 32 --refresh 10s --outage-at 120 --outage-secs 60
+//! (`--refresh off`: steady load without swaps, for the memory curve of issue 32's point 5)
 //! `GOVCAT_BIN=path` runs a private copy of the server binary (advisable when the target
 //! directory is shared: a concurrent build would replace it mid-run).
 
@@ -1083,7 +1084,12 @@ fn main() {
         .arg(&jwks)
         .arg("--audit-log")
         .arg(&audit)
-        .args(["--refresh", &opts.refresh])
+        .args(
+            Some(["--refresh", opts.refresh.as_str()])
+                .filter(|_| opts.refresh != "off")
+                .into_iter()
+                .flatten(),
+        )
         .env("GOVCAT_LOG", "warn")
         .stderr(std::fs::File::create(setup.work.join("server.log")).expect("server log"));
     for (k, v) in &setup.env {

@@ -30,8 +30,10 @@
 //!   table's description), the tantivy (BM25, exact column name) and dense (exact scan or HNSW) indexes, the
 //!   manifest, embedding reuse across rebuilds, atomic publish (unattended rebuilds refuse a
 //!   catalog that shrank), checked load, per-document scope ids, hot swap and the file watcher.
-//!   Two rooms: `index/build.rs` (collect → expand → embed → write → calibrate → publish) and
-//!   `index/format.rs` (the files on disk, the manifest, publishing `CURRENT`, loading).
+//!   Rooms: `index/build.rs` (collect → expand → embed → write → calibrate → publish),
+//!   `index/format.rs` (the files on disk, the manifest, publishing `CURRENT`, loading),
+//!   `index/graph.rs` (the served HNSW graph and its search) with `index/graph/patch.rs` (a
+//!   rebuild's graph patched from the published one).
 //! - [`retrieval`]: hybrid search over a snapshot in stages (candidates per side within the
 //!   caller's scope, reciprocal-rank fusion with the similarity floor, key columns weighted
 //!   down unless an identifier is asked for, total order — per phrasing, the description and
