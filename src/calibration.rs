@@ -26,7 +26,7 @@ pub const METHOD: &str = "monotone_logistic";
 /// domain (see [`sample`]).
 pub const MAX_COLUMNS: usize = 5000;
 /// The sample of a rebuild in which the catalog moved little (at most
-/// `index::dense::PATCH_MAX_INSERTED` of the documents new or changed): a fifth, so that a
+/// `index::dense::PATCH_MAX_INSERTED` of the documents new, changed or gone): a fifth, so that a
 /// 1% refresh of 100k columns publishes within a minute (the scale bench's `refresh` phase,
 /// 2 cores: 86 s for 5,000 columns). The same bench compares the two maps' confidences.
 pub const REFRESH_MAX_COLUMNS: usize = 1000;

@@ -454,9 +454,13 @@ pub fn publish_documents(
         reused = report.reused,
         "snapshot document vectors"
     );
-    // A catalog that moved little is recalibrated on a smaller sample.
-    let moved_little = previous.is_some()
-        && report.embedded as f64 <= dense::PATCH_MAX_INSERTED * docs.len() as f64;
+    // A catalog that moved little (documents embedded anew plus published ones gone) is
+    // recalibrated on a smaller sample.
+    let moved_little = previous.as_ref().is_some_and(|p| {
+        let kept = old_of_new.iter().filter(|o| o.is_some()).count();
+        let gone = p.vectors.len().saturating_sub(kept);
+        (report.embedded + gone) as f64 <= dense::PATCH_MAX_INSERTED * docs.len() as f64
+    });
     let max_columns = if moved_little {
         crate::calibration::REFRESH_MAX_COLUMNS
     } else {

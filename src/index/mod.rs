@@ -472,6 +472,68 @@ mod tests {
     }
 
     #[test]
+    fn a_catalog_that_moved_little_is_recalibrated_on_the_smaller_sample_and_one_that_lost_half_is_not(
+    ) {
+        let index = tempfile::tempdir().expect("tempdir");
+        let embedder = HashEmbedder::new(32);
+        let docs = ontology_docs();
+        let vectors = embed_documents(&embedder, &docs, &Quiet).expect("embed");
+        publish(index.path(), &docs, &vectors, &model_info(&embedder));
+        // Records the sample size it is asked for and publishes nothing.
+        let asked = Mutex::new(Vec::new());
+        let calibrate = |_: &Path, max_columns: usize| {
+            asked.lock().unwrap().push(max_columns);
+            Err(IndexError::Calibration("recorded".into()))
+        };
+        let rebuild = |docs: &[Document]| {
+            let counts = Counts {
+                documents: docs.len(),
+                columns: 0,
+                ontology_values: docs.len(),
+                domains: 0,
+                tables: 0,
+                unreadable_tables: Vec::new(),
+            };
+            let provenance = Provenance {
+                freshness: SourceFreshness {
+                    kind: "dir".into(),
+                    location: "test".into(),
+                    recorded_at: None,
+                    refresh_every_secs: None,
+                },
+                ontology_version: "test",
+                glossary_text: None,
+                abbreviations_text: None,
+                built_from: BuiltFrom::default(),
+            };
+            let result = publish_documents(
+                index.path(),
+                docs,
+                counts,
+                &embedder,
+                provenance,
+                Some(&calibrate),
+                &Quiet,
+            );
+            assert_eq!(
+                result.err().map(|e| e.to_string()),
+                Some(IndexError::Calibration("recorded".into()).to_string())
+            );
+        };
+        let mut one_changed = docs.clone();
+        one_changed[0].dense_text.push_str(" (changed)");
+        rebuild(&one_changed);
+        rebuild(&docs[..docs.len() / 2]);
+        assert_eq!(
+            *asked.lock().unwrap(),
+            vec![
+                crate::calibration::REFRESH_MAX_COLUMNS,
+                crate::calibration::MAX_COLUMNS
+            ]
+        );
+    }
+
+    #[test]
     fn a_format_7_snapshots_vectors_are_reused_and_an_older_formats_are_not() {
         let index = tempfile::tempdir().expect("tempdir");
         let embedder = HashEmbedder::new(32);
