@@ -94,7 +94,11 @@ impl Editing<'_> {
                 entries[0],
             )];
         }
-        self.lists[p as usize] = vec![Vec::new(); level + 1];
+        // A kept point linked again keeps what is left of its lists (other points' lists still
+        // name it, so a walk may pass through it before this insertion reaches it).
+        if self.lists[p as usize].len() <= level {
+            self.lists[p as usize].resize(level + 1, Vec::new());
+        }
         for layer in (0..=level.min(top)).rev() {
             let lists = &self.lists;
             let near = beam(
@@ -107,14 +111,26 @@ impl Editing<'_> {
             );
             let near: Vec<Scored> = near.into_iter().filter(|s| s.1 != p).collect();
             let cap = self.cap(layer);
-            let chosen = self.diverse(&near, cap);
+            let mut chosen = self.diverse(&near, cap);
             for &e in &chosen {
-                self.lists[e as usize][layer].push(p);
-                if self.lists[e as usize][layer].len() > cap {
+                let Some(list) = self.lists[e as usize].get_mut(layer) else {
+                    continue;
+                };
+                list.push(p);
+                if list.len() > cap {
                     self.prune(e, layer, cap);
                 }
             }
+            let left = std::mem::take(&mut self.lists[p as usize][layer]);
+            let extra: Vec<u32> = left
+                .into_iter()
+                .filter(|x| *x != p && !chosen.contains(x))
+                .collect();
+            chosen.extend(extra);
             self.lists[p as usize][layer] = chosen;
+            if self.lists[p as usize][layer].len() > cap {
+                self.prune(p, layer, cap);
+            }
             entries = near;
         }
         if level > top {
@@ -192,7 +208,6 @@ impl Graph {
             if 2 * lists[i][0].len() < before {
                 // Lost more than half of its bottom-layer neighbours: linked again.
                 relink.push((i as u32, level));
-                lists[i] = Vec::new();
             } else {
                 kept += 1;
             }
@@ -350,6 +365,47 @@ pub(super) mod tests {
             renumbered.iter().all(|t| now.contains(t)) || now.len() == 2 * GraphParams::SHIPPED.m,
             "kept list {now:?} lost {renumbered:?}"
         );
+    }
+
+    #[test]
+    fn points_that_lost_most_neighbours_are_linked_again_and_stay_findable() {
+        // 2,900 points around one direction, 100 around another; 90 of the 100 are removed,
+        // so the 10 left lose most of their neighbours (which were each other's cluster).
+        let around = |centre: usize, n: usize, seed: u64| -> Vec<Vec<f32>> {
+            unit_vectors(n, seed)
+                .into_iter()
+                .map(|mut v| {
+                    v.iter_mut().for_each(|x| *x *= 0.3);
+                    v[centre] += 1.0;
+                    crate::embed::l2_normalise(&mut v);
+                    v
+                })
+                .collect()
+        };
+        let mut old = around(0, 2900, 4);
+        old.extend(around(1, 100, 5));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let published = build_hnsw_with(dir.path(), &vectors(&old), GraphParams::SHIPPED, &Quiet)
+            .expect("graph");
+        let old_of_new: Vec<Option<u32>> = (0..2910u32)
+            .map(|i| Some(if i < 2900 { i } else { i + 90 }))
+            .collect();
+        let rows: Vec<Vec<f32>> = old_of_new
+            .iter()
+            .map(|o| old[o.expect("kept") as usize].clone())
+            .collect();
+        let new = vectors(&rows);
+        let (graph, counts) = published
+            .patched(&old_of_new, &new, GraphParams::SHIPPED, &Quiet)
+            .expect("patched");
+        assert_eq!(counts.removed, 90);
+        assert_eq!(counts.kept + counts.inserted, 2910);
+        assert!(counts.inserted >= 10, "{counts:?}");
+        for i in 2900..2910u32 {
+            let top = graph.search(&new, &rows[i as usize], 1, 128, &|_| true);
+            assert_eq!(top.first().map(|h| h.0), Some(i), "point {i}");
+        }
+        assert!(graph.probe_recall(&new, 200, 10, 128) >= 0.98);
     }
 
     #[test]
