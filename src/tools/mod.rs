@@ -649,6 +649,29 @@ mod tests {
     const HOUR: Duration = Duration::from_secs(3600);
 
     #[test]
+    fn a_snapshot_of_another_format_names_the_rebuild_that_reuses_its_vectors() {
+        let e = ToolError::from(crate::index::IndexError::FormatMismatch {
+            file: "index/snapshots/s/manifest.json".into(),
+            found: 7,
+            reads: 8,
+        });
+        assert_eq!(e.kind, "SnapshotFormatMismatch");
+        assert_eq!(
+            e.message,
+            "snapshot index/snapshots/s/manifest.json is in snapshot format 7, written by an older \
+             govcat; this govcat reads format 8"
+        );
+        assert_eq!(
+            e.next.as_deref(),
+            Some(&Step::Index {
+                why: "to rebuild it in this govcat's format (a build reuses the vectors of a \
+                      format-7 or later snapshot)"
+                    .into()
+            })
+        );
+    }
+
+    #[test]
     fn ttl_ends_before_the_next_refresh_on_a_fixed_clock() {
         let last = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let now = last + Duration::from_secs(600);
