@@ -404,15 +404,20 @@ mod tests {
         documents::ontology_documents(&Ontology::load(&path).expect("shipped ontology"))
     }
 
-    fn publish(dir: &Path, docs: &[Document], vectors: &Vectors, model: &ModelInfo) {
-        let counts = Counts {
+    /// Counts of a snapshot of ontology documents only.
+    fn ontology_counts(docs: &[Document]) -> Counts {
+        Counts {
             documents: docs.len(),
             columns: 0,
             ontology_values: docs.len(),
             domains: 0,
             tables: 0,
             unreadable_tables: Vec::new(),
-        };
+        }
+    }
+
+    fn publish(dir: &Path, docs: &[Document], vectors: &Vectors, model: &ModelInfo) {
+        let counts = ontology_counts(docs);
         write_snapshot(
             dir,
             docs,
@@ -486,14 +491,7 @@ mod tests {
             Err(IndexError::Calibration("recorded".into()))
         };
         let rebuild = |docs: &[Document]| {
-            let counts = Counts {
-                documents: docs.len(),
-                columns: 0,
-                ontology_values: docs.len(),
-                domains: 0,
-                tables: 0,
-                unreadable_tables: Vec::new(),
-            };
+            let counts = ontology_counts(docs);
             let provenance = Provenance {
                 freshness: SourceFreshness {
                     kind: "dir".into(),
