@@ -938,6 +938,16 @@ fn recall_at(approx: &[(u32, f32)], exact: &[(u32, f32)], k: usize) -> f64 {
     found as f64 / k as f64
 }
 
+/// Recall@[`RECALL_K`] of each query's top `k` from `dense` against its exact top (`truths`).
+fn recalls(dense: &Dense, queries: &[Vec<f32>], truths: &[Vec<(u32, f32)>], k: usize) -> Vec<f64> {
+    let n = dense.vectors.len();
+    queries
+        .iter()
+        .zip(truths)
+        .map(|(q, truth)| recall_at(&dense.search(q, k, &|_| true, n), truth, RECALL_K))
+        .collect()
+}
+
 fn load_model() -> Result<MiniLm> {
     MiniLm::load_default().context(
         "the scale bench needs the real model; fetch it with the README's commands \
@@ -1737,17 +1747,7 @@ fn phase_refresh(size: usize, work: &Path, query_count: usize) -> Result<Value> 
         let mapped = Vectors::map(&after_dir.join("vectors.f32"), model.dimension())
             .context("mapping the refreshed vectors")?;
         let dense = Dense::with_hnsw(mapped, dir).context("loading a graph")?;
-        let r: Vec<f64> = query_vectors
-            .iter()
-            .zip(&exact)
-            .map(|(q, truth)| {
-                recall_at(
-                    &dense.search(q, RECALL_K, &|_| true, vectors.len()),
-                    truth,
-                    RECALL_K,
-                )
-            })
-            .collect();
+        let r = recalls(&dense, &query_vectors, &exact, RECALL_K);
         Ok((
             round3(mean(&r)),
             round3(r.iter().copied().fold(1.0, f64::min)),
@@ -1835,17 +1835,7 @@ fn vector_stats(
     build_hnsw(&graph_dir, vectors).context("building a calibration graph")?;
     let copy = Vectors::new(vectors.dim, vectors.data.to_vec());
     let dense = Dense::with_hnsw(copy, &graph_dir).context("loading a calibration graph")?;
-    let recalls: Vec<f64> = query_vectors
-        .iter()
-        .zip(&tops)
-        .map(|(v, exact)| {
-            recall_at(
-                &dense.search(v, CANDIDATES, &|_| true, vectors.len()),
-                exact,
-                RECALL_K,
-            )
-        })
-        .collect();
+    let recalls = recalls(&dense, query_vectors, &tops, CANDIDATES);
     fs::remove_dir_all(&graph_dir).with_context(|| format!("removing {}", graph_dir.display()))?;
     // Share of the real vectors' top 10 that these vectors also rank in their top 10.
     let agreement = real_tops.map(|rt| {
