@@ -123,7 +123,8 @@ fn rebuilding_an_unchanged_catalog_embeds_nothing_and_keeps_every_vector() {
         report,
         EmbedReport {
             embedded: documents,
-            reused: 0
+            reused: 0,
+            from_slices: 0
         }
     );
     // One text per document, and a second for each column whose table has a description.
@@ -140,7 +141,8 @@ fn rebuilding_an_unchanged_catalog_embeds_nothing_and_keeps_every_vector() {
         report,
         EmbedReport {
             embedded: 0,
-            reused: documents
+            reused: documents,
+            from_slices: 0
         }
     );
     assert!(embedder.take().is_empty(), "the model saw no text");
@@ -177,7 +179,8 @@ fn a_changed_column_description_re_embeds_exactly_that_column() {
         report,
         EmbedReport {
             embedded: 1,
-            reused: first.counts.documents - 1
+            reused: first.counts.documents - 1,
+            from_slices: 0
         }
     );
     // The column's own text and its text with the table's description.
@@ -222,7 +225,8 @@ fn a_changed_table_description_re_embeds_exactly_that_tables_columns() {
         report,
         EmbedReport {
             embedded: columns,
-            reused: first.counts.documents - columns
+            reused: first.counts.documents - columns,
+            from_slices: 0
         }
     );
     let embedded = embedder.take();
@@ -345,4 +349,277 @@ fn an_unattended_rebuild_that_lost_one_table_is_published() {
         (rebuilt.counts.tables, first.counts.tables),
         (first.counts.tables - 1, 72)
     );
+}
+
+// A first build spread over machines (`govcat index --slice I/N`, `--slices-from`): slice jobs
+// embed disjoint parts of the catalog into slice files; the merge reads them and embeds nothing
+// they hold.
+
+const SLICES: usize = 3;
+
+/// Runs the `SLICES` slice jobs of `catalog`, each in an index directory of its own (as
+/// separate machines would), and copies their files into `merge_index/slices/`. Returns the
+/// reports and the texts each job embedded.
+fn run_slice_jobs(
+    catalog: &Path,
+    merge_index: &Path,
+    work: &Path,
+) -> Vec<(index::slices::SliceReport, Vec<String>)> {
+    let ontology = common::ontology();
+    let source = DirSource::open(catalog, ontology.clone()).expect("catalog copy opens");
+    let into = merge_index.join(index::slices::SLICES_DIR);
+    std::fs::create_dir_all(&into).expect("slices dir");
+    (0..SLICES)
+        .map(|i| {
+            let embedder = Recording {
+                inner: HashEmbedder::new(64),
+                texts: Mutex::new(Vec::new()),
+            };
+            let job_index = work.join(format!("job-{i}"));
+            let slice = index::slices::Slice {
+                index: i,
+                of: SLICES,
+            };
+            let report = index::slices::embed_slice(
+                &job_index, &ontology, &source, &embedder, slice, &Quiet,
+            )
+            .expect("slice job");
+            assert_eq!(
+                std::fs::read_dir(&job_index)
+                    .expect("job index")
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().to_string())
+                    .collect::<Vec<_>>(),
+                vec!["slices".to_string()],
+                "a slice job builds no snapshot"
+            );
+            std::fs::copy(&report.file, into.join(slice.file_name())).expect("copy slice");
+            (report, embedder.take())
+        })
+        .collect()
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+#[test]
+fn a_build_sliced_three_ways_embeds_each_text_once_and_the_merge_equals_a_single_build() {
+    let Workspace {
+        _work,
+        catalog,
+        index_dir,
+        embedder,
+    } = workspace();
+    let single_index = _work.path().join("single");
+    let (single, _) = build(&catalog, &single_index, &embedder);
+    let single_texts = embedder.take();
+
+    let jobs = run_slice_jobs(&catalog, &index_dir, _work.path());
+    let documents = single.counts.documents;
+    assert_eq!(
+        jobs.iter().map(|(r, _)| r.in_slice).sum::<usize>(),
+        documents,
+        "every document is in exactly one slice"
+    );
+    assert!(
+        jobs.iter()
+            .all(|(r, _)| r.in_slice > 0 && r.documents == documents),
+        "{:?}",
+        jobs.iter().map(|(r, _)| r.in_slice).collect::<Vec<_>>()
+    );
+    // Together the jobs embedded what one build embeds, each distinct text once.
+    let mut sliced: Vec<String> = jobs.iter().flat_map(|(_, t)| t.clone()).collect();
+    sliced.sort();
+    let mut distinct = sorted(single_texts.clone());
+    distinct.dedup();
+    let mut sliced_distinct = sliced.clone();
+    sliced_distinct.dedup();
+    assert_eq!(sliced_distinct, distinct);
+
+    let model = index::model_info(&embedder);
+    let headers =
+        index::slices::check_slice_set(&index_dir.join(index::slices::SLICES_DIR), &model)
+            .expect("a whole set");
+    assert_eq!(
+        headers.iter().map(|h| h.slice.index).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
+
+    let (merged, report) = build(&catalog, &index_dir, &embedder);
+    assert_eq!(
+        report,
+        EmbedReport {
+            embedded: 0,
+            reused: 0,
+            from_slices: documents
+        }
+    );
+    assert_eq!(embedder.take(), Vec::<String>::new());
+    assert!(
+        vectors_of(&index_dir, &merged) == vectors_of(&single_index, &single),
+        "the merged snapshot's vectors differ from a single build's"
+    );
+}
+
+#[test]
+fn a_merge_missing_a_slice_is_refused_by_name_and_a_build_with_it_embeds_exactly_its_texts() {
+    let Workspace {
+        _work,
+        catalog,
+        index_dir,
+        embedder,
+    } = workspace();
+    let jobs = run_slice_jobs(&catalog, &index_dir, _work.path());
+    let slices = index_dir.join(index::slices::SLICES_DIR);
+    let lost = index::slices::Slice {
+        index: 1,
+        of: SLICES,
+    };
+    std::fs::remove_file(slices.join(lost.file_name())).expect("remove slice 1");
+
+    let model = index::model_info(&embedder);
+    let e = index::slices::check_slice_set(&slices, &model).expect_err("slice 1 is missing");
+    assert_eq!(e.kind(), "SliceUnusable");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: slices 1/3 of 3 are missing; run the slice job for each (govcat index --slice 1/3 --slices-to LOCATION), then merge again",
+            slices.display()
+        )
+    );
+
+    // Built anyway (the files copied by hand), the missing slice's texts go through the model.
+    let (_, report) = build(&catalog, &index_dir, &embedder);
+    let (missing, texts) = &jobs[1];
+    assert_eq!(
+        report,
+        EmbedReport {
+            embedded: missing.in_slice,
+            reused: 0,
+            from_slices: jobs[0].0.in_slice + jobs[2].0.in_slice
+        }
+    );
+    assert_eq!(sorted(embedder.take()), sorted(texts.clone()));
+}
+
+#[test]
+fn a_column_changed_after_the_slice_jobs_is_embedded_by_the_merge_and_nothing_else() {
+    let Workspace {
+        _work,
+        catalog,
+        index_dir,
+        embedder,
+    } = workspace();
+    let jobs = run_slice_jobs(&catalog, &index_dir, _work.path());
+    let documents = jobs[0].0.documents;
+    edit_policy_customer(&catalog, |table| {
+        let iban = table["StorageDescriptor"]["Columns"]
+            .as_array_mut()
+            .expect("columns")
+            .iter_mut()
+            .find(|c| c["Name"] == "iban")
+            .expect("policy.customer.iban");
+        iban["Comment"] = "IBAN of the policyholder's premium account (SEPA direct debit).".into();
+    });
+    let (_, report) = build(&catalog, &index_dir, &embedder);
+    assert_eq!(
+        report,
+        EmbedReport {
+            embedded: 1,
+            reused: 0,
+            from_slices: documents - 1
+        }
+    );
+    let embedded = embedder.take();
+    assert_eq!(embedded.len(), 2);
+    assert!(
+        embedded.iter().all(|t| t.contains("SEPA direct debit")),
+        "{embedded:?}"
+    );
+}
+
+#[test]
+fn an_altered_or_cut_slice_file_fails_the_build_by_name_and_an_intact_one_builds() {
+    let Workspace {
+        _work,
+        catalog,
+        index_dir,
+        embedder,
+    } = workspace();
+    run_slice_jobs(&catalog, &index_dir, _work.path());
+    let path = index_dir.join(index::slices::SLICES_DIR).join(
+        index::slices::Slice {
+            index: 2,
+            of: SLICES,
+        }
+        .file_name(),
+    );
+    let intact = std::fs::read(&path).expect("slice file");
+    let ontology = common::ontology();
+    let source = DirSource::open(&catalog, ontology.clone()).expect("catalog copy opens");
+    let attempt = || index::build_reporting(&index_dir, &ontology, &source, &embedder, &Quiet);
+
+    let mut altered = intact.clone();
+    let middle = altered.len() / 2;
+    altered[middle] ^= 0x40;
+    std::fs::write(&path, &altered).expect("alter");
+    let e = attempt().expect_err("an altered slice");
+    assert_eq!(e.kind(), "SliceUnusable");
+    assert_eq!(
+        e.to_string(),
+        format!("{}: its checksum does not match its contents (altered or broken in transfer); run the slice job again (govcat index --slice 2/3 --slices-to LOCATION), or delete the file to embed its texts in this build", path.display())
+    );
+    assert!(index::current_id(&index_dir).is_err(), "nothing published");
+
+    std::fs::write(&path, &intact[..intact.len() - 100]).expect("cut");
+    let e = attempt().expect_err("a cut slice");
+    assert_eq!(e.kind(), "SliceUnusable");
+    assert!(
+        e.to_string().contains(&format!(
+            "{} bytes where its header promises {} (cut short or appended to)",
+            intact.len() - 100,
+            intact.len()
+        )),
+        "{e}"
+    );
+
+    std::fs::write(&path, &intact).expect("restore");
+    let (_, report) = attempt().expect("the intact set builds");
+    assert_eq!(report.embedded, 0);
+}
+
+#[test]
+fn slices_of_another_model_are_refused_by_the_merge_check() {
+    let Workspace {
+        _work,
+        catalog,
+        index_dir,
+        embedder: _,
+    } = workspace();
+    run_slice_jobs(&catalog, &index_dir, _work.path());
+    let other = HashEmbedder::new(32);
+    let e = index::slices::check_slice_set(
+        &index_dir.join(index::slices::SLICES_DIR),
+        &index::model_info(&other),
+    )
+    .expect_err("another model");
+    assert_eq!(e.kind(), "SliceUnusable");
+    assert!(
+        e.to_string()
+            .contains("run every slice job with the same govcat and model as the merge"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_slice_is_i_of_n_with_i_below_n() {
+    use index::slices::Slice;
+    assert_eq!(Slice::parse("3/16"), Ok(Slice { index: 3, of: 16 }));
+    assert_eq!(Slice::parse("0/1"), Ok(Slice { index: 0, of: 1 }));
+    for bad in ["16/16", "3", "a/4", "1/0", "-1/4", "0/5000"] {
+        let e = Slice::parse(bad).expect_err(bad);
+        assert!(e.contains("write I/N with 0 <= I < N"), "{bad}: {e}");
+    }
 }

@@ -26,6 +26,24 @@ pub struct IndexArgs {
     /// path-style addressing. Credentials and region come from the default AWS chain.
     #[arg(long, value_name = "URL", env = "AWS_ENDPOINT_URL")]
     pub s3_endpoint: Option<String>,
+    /// A first build spread over machines: embed only slice I of N of the catalog's texts
+    /// (each text's slice is fixed by a hash of it, so every job may read the catalog at its
+    /// own time) into --index/slices/slice-I-of-N.vec, upload it with --slices-to, and build
+    /// no snapshot. Run one job per I (an AWS Batch array job: "$AWS_BATCH_JOB_ARRAY_INDEX/N";
+    /// a Kubernetes indexed Job: "$(JOB_COMPLETION_INDEX)/N"), then merge with --slices-from.
+    #[arg(long, value_name = "I/N", value_parser = crate::index::slices::Slice::parse,
+          conflicts_with_all = ["publish", "slices_from"])]
+    pub slice: Option<crate::index::slices::Slice>,
+    /// With --slice: upload the slice file to s3://BUCKET/PREFIX/slices/ (or DIR/slices/).
+    #[arg(long, value_name = "S3_URL_OR_DIR", requires = "slice")]
+    pub slices_to: Option<String>,
+    /// Merge a sliced first build: download every slice file under s3://BUCKET/PREFIX/slices/
+    /// (or DIR/slices/) into --index/slices/, check the set is whole (0/N to N-1/N, this
+    /// model), then build the snapshot as usual with their vectors: only texts no slice holds
+    /// (changed since the slice jobs read the catalog) go through the model. The slice files
+    /// are removed from --index once the snapshot is built.
+    #[arg(long, value_name = "S3_URL_OR_DIR")]
+    pub slices_from: Option<String>,
 }
 
 fn parse_keep(s: &str) -> Result<usize, String> {
@@ -40,6 +58,9 @@ fn parse_keep(s: &str) -> Result<usize, String> {
 /// `govcat index`: builds and publishes a snapshot (and, with `--publish`, uploads it);
 /// prints its manifest under `--json` (with a `published` object after `--publish`).
 pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
+    if let Some(slice) = args.slice {
+        return run_slice(options, args, slice);
+    }
     type Built = (
         crate::index::Manifest,
         crate::index::EmbedReport,
@@ -49,14 +70,7 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
     let result = (|| -> Result<Built, ToolError> {
         // The location is checked before the (long) build, so a typo fails at once.
         let store = match &args.publish {
-            Some(text) => {
-                let location = crate::sync::Location::parse(text)
-                    .map_err(|why| ToolError::new("PublishFailed", format!("--publish: {why}")))?;
-                Some(
-                    crate::sync::Store::open(&location, args.s3_endpoint.as_deref())
-                        .map_err(publish_error)?,
-                )
-            }
+            Some(text) => Some(open_store("--publish", text, args)?),
             None => None,
         };
         let ctx = context(options)?;
@@ -74,6 +88,27 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
             calibration_seconds.set(started.elapsed().as_secs_f64());
             map
         };
+        let slices_dir = options.index.join(crate::index::slices::SLICES_DIR);
+        if let Some(text) = &args.slices_from {
+            let store = open_store("--slices-from", text, args)?;
+            // The local slice files are a copy of the store's: a set of another run must not mix in.
+            if slices_dir.exists() {
+                std::fs::remove_dir_all(&slices_dir)
+                    .map_err(|e| crate::index::IndexError::Io {
+                        path: slices_dir.display().to_string(),
+                        problem: e.to_string(),
+                    })
+                    .map_err(ToolError::from)?;
+            }
+            let got = crate::sync::slices::download_all(&store, &slices_dir)
+                .map_err(|e| sync_error("SliceTransferFailed", e))?;
+            crate::index::slices::check_slice_set(
+                &slices_dir,
+                &crate::index::model_info(embedder.as_ref()),
+            )
+            .map_err(ToolError::from)?;
+            tracing::info!(files = got.files, bytes = got.bytes, from = %got.location, "slice files downloaded");
+        }
         let (manifest, embedded) = crate::index::build_calibrated(
             &options.index,
             &ctx.ontology,
@@ -84,6 +119,10 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
             Some(&calibrate),
         )
         .map_err(ToolError::from)?;
+        if args.slices_from.is_some() {
+            // Their vectors are in the snapshot now; the next build reuses them from there.
+            let _ = std::fs::remove_dir_all(&slices_dir);
+        }
         let published = match &store {
             Some(store) => Some(
                 crate::sync::publish::publish(
@@ -103,11 +142,17 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
         Ok((m, embedded, published)) => {
             if options.json {
                 let mut v = serde_json::to_value(&m).unwrap_or(Value::Null);
-                if let (Some(obj), Some(p)) = (v.as_object_mut(), &published) {
+                if let Some(obj) = v.as_object_mut() {
                     obj.insert(
-                        "published".into(),
-                        serde_json::to_value(p).unwrap_or(Value::Null),
+                        "embedding".into(),
+                        serde_json::to_value(embedded).unwrap_or(Value::Null),
                     );
+                    if let Some(p) = &published {
+                        obj.insert(
+                            "published".into(),
+                            serde_json::to_value(p).unwrap_or(Value::Null),
+                        );
+                    }
                 }
                 print_json(&v);
             } else {
@@ -126,6 +171,12 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
                     "  embedded {} documents; reused {} vectors of unchanged texts from the previous snapshot",
                     embedded.embedded, embedded.reused
                 );
+                if embedded.from_slices > 0 || args.slices_from.is_some() {
+                    println!(
+                        "  read {} vectors from slice files (texts changed since the slice jobs ran were embedded here)",
+                        embedded.from_slices
+                    );
+                }
                 if let Some(g) = &m.graph {
                     match (&g.patched_from, &g.patch) {
                         (Some(from), Some(p)) => println!(
@@ -173,6 +224,95 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
                             p.deleted.join(", ")
                         }
                     );
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => report_error(options, &e),
+    }
+}
+
+/// The store a location flag names (checked before any long step, so a typo fails at once).
+fn open_store(flag: &str, text: &str, args: &IndexArgs) -> Result<crate::sync::Store, ToolError> {
+    let kind = if flag == "--publish" {
+        "PublishFailed"
+    } else {
+        "SliceTransferFailed"
+    };
+    let location = crate::sync::Location::parse(text)
+        .map_err(|why| ToolError::new(kind, format!("{flag}: {why}")))?;
+    crate::sync::Store::open(&location, args.s3_endpoint.as_deref())
+        .map_err(|e| sync_error(kind, e))
+}
+
+/// A failed transfer of slice files: the object, the problem and the next step.
+fn sync_error(kind: &str, e: crate::sync::SyncError) -> ToolError {
+    if kind == "PublishFailed" {
+        return publish_error(e);
+    }
+    ToolError::new(kind, e.to_string())
+        .with("object", e.object.clone())
+        .with("reason", e.reason)
+}
+
+/// `govcat index --slice I/N [--slices-to LOCATION]`: embeds one slice into a slice file
+/// (and uploads it); builds no snapshot.
+fn run_slice(options: &Options, args: &IndexArgs, slice: crate::index::slices::Slice) -> ExitCode {
+    let result = (|| -> Result<(crate::index::slices::SliceReport, Option<String>), ToolError> {
+        let store = match &args.slices_to {
+            Some(text) => Some(open_store("--slices-to", text, args)?),
+            None => None,
+        };
+        let ctx = context(options)?;
+        let embedder = load_embedder()?;
+        let bar = progress_bar();
+        if options.json {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        let report = crate::index::slices::embed_slice(
+            &options.index,
+            &ctx.ontology,
+            ctx.source.as_ref(),
+            embedder.as_ref(),
+            slice,
+            &Bar(bar),
+        )
+        .map_err(ToolError::from)?;
+        let uploaded = match &store {
+            Some(store) => {
+                let bar = upload_bar(options.json);
+                crate::index::Progress::start(&bar, "uploading the slice file", report.bytes);
+                let object =
+                    crate::sync::slices::upload(store, std::path::Path::new(&report.file), &|n| {
+                        crate::index::Progress::advance(&bar, n)
+                    })
+                    .map_err(|e| sync_error("SliceTransferFailed", e))?;
+                crate::index::Progress::finish(&bar);
+                Some(object)
+            }
+            None => None,
+        };
+        Ok((report, uploaded))
+    })();
+    match result {
+        Ok((r, uploaded)) => {
+            if options.json {
+                let mut v = serde_json::to_value(&r).unwrap_or(Value::Null);
+                if let Some(obj) = v.as_object_mut() {
+                    obj.insert(
+                        "uploaded".into(),
+                        serde_json::to_value(&uploaded).unwrap_or(Value::Null),
+                    );
+                }
+                print_json(&v);
+            } else {
+                println!(
+                    "slice {} written to {}: {} of the catalog's {} documents, {} distinct vectors, {} bytes",
+                    r.slice, r.file, r.in_slice, r.documents, r.vectors, r.bytes
+                );
+                match uploaded.as_deref() {
+                    Some(object) => println!("  uploaded to {object}; when every slice is there, merge with govcat index --slices-from LOCATION"),
+                    None => println!("  not uploaded (no --slices-to); copy it to the merge's --index/slices/, or merge with --slices-from"),
                 }
             }
             ExitCode::SUCCESS

@@ -139,7 +139,8 @@ pub(super) fn embed_rows(
     Ok(())
 }
 
-pub(super) fn model_info(embedder: &dyn Embedder) -> ModelInfo {
+/// The model a snapshot (or a slice file) records for `embedder`.
+pub fn model_info(embedder: &dyn Embedder) -> ModelInfo {
     ModelInfo {
         id: embedder.model_id().to_string(),
         dimension: embedder.dimension(),
@@ -344,6 +345,9 @@ pub struct EmbedReport {
     pub embedded: usize,
     /// Documents whose vector was copied from the published snapshot.
     pub reused: usize,
+    /// Documents whose vector was read from a slice file (`--index`/slices/, written by
+    /// `govcat index --slice`).
+    pub from_slices: usize,
 }
 
 /// [`build`], also saying how many documents were embedded and how many vectors were reused.
@@ -440,8 +444,9 @@ pub fn publish_documents(
             None
         }
     };
+    let slices = index_dir.join(super::slices::SLICES_DIR);
     let (vectors, report, old_of_new) =
-        embed_documents_reusing(embedder, docs, previous.as_ref(), progress)?;
+        embed_documents_reusing(embedder, docs, previous.as_ref(), &slices, progress)?;
     let graph_seed = previous.as_ref().and_then(|p| {
         p.graph.as_ref().map(|graph| dense::GraphSeed {
             snapshot: &p.snapshot,
@@ -452,6 +457,7 @@ pub fn publish_documents(
     tracing::info!(
         embedded = report.embedded,
         reused = report.reused,
+        from_slices = report.from_slices,
         "snapshot document vectors"
     );
     // A catalog that moved little (documents embedded anew plus published ones gone) is
@@ -592,33 +598,27 @@ impl PreviousEmbeddings {
     }
 }
 
-/// [`embed_documents`] that copies the vectors `previous` holds for unchanged texts and embeds
-/// only the rest (in batches). Progress counts texts; reused ones advance at once. Also returns,
-/// per document, the published row its vector was copied from (each row given to one document
-/// only, for the graph patch).
+/// [`embed_documents`] that copies the vectors `previous` holds for unchanged texts, then those
+/// the slice files in `slices` hold ([`super::slices`]), and embeds only the rest (in batches).
+/// Progress counts texts; reused ones advance at once. Also returns, per document, the
+/// published row its vector was copied from (each row given to one document only, for the
+/// graph patch).
 pub(super) fn embed_documents_reusing(
     embedder: &dyn Embedder,
     docs: &[Document],
     previous: Option<&PreviousEmbeddings>,
+    slices: &Path,
     progress: &dyn Progress,
 ) -> Result<(Vectors, EmbedReport, Vec<Option<u32>>), IndexError> {
-    let Some(previous) = previous else {
-        let vectors = embed_documents(embedder, docs, progress)?;
-        let report = EmbedReport {
-            embedded: docs.len(),
-            reused: 0,
-        };
-        return Ok((vectors, report, vec![None; docs.len()]));
-    };
     let dim = embedder.dimension();
     let mut data = vec![0f32; docs.len() * dim];
     let mut missing = Vec::new();
     let mut old_of_new = vec![None; docs.len()];
-    let mut claimed = vec![false; previous.vectors.len()];
+    let mut claimed = vec![false; previous.map_or(0, |p| p.vectors.len())];
     for (i, d) in docs.iter().enumerate() {
-        match previous.row(d) {
-            Some(row) => {
-                data[i * dim..(i + 1) * dim].copy_from_slice(previous.vectors.row(row));
+        match previous.and_then(|p| p.row(d).map(|row| (p, row))) {
+            Some((p, row)) => {
+                data[i * dim..(i + 1) * dim].copy_from_slice(p.vectors.row(row));
                 if !std::mem::replace(&mut claimed[row], true) {
                     old_of_new[i] = Some(row as u32);
                 }
@@ -626,9 +626,18 @@ pub(super) fn embed_documents_reusing(
             None => missing.push(i),
         }
     }
+    let reused = docs.len() - missing.len();
+    let from_slices = super::slices::fill_from_slices(
+        slices,
+        &model_info(embedder),
+        docs,
+        &mut missing,
+        &mut data,
+    )?;
     let report = EmbedReport {
         embedded: missing.len(),
-        reused: docs.len() - missing.len(),
+        reused,
+        from_slices,
     };
     let total = text_count(docs);
     progress.start(EMBEDDING_STEP, total);

@@ -13,6 +13,7 @@ pub mod documents;
 mod format;
 pub mod graph;
 pub mod lexical;
+pub mod slices;
 pub mod watch;
 
 pub use build::*;
@@ -64,6 +65,12 @@ pub enum IndexError {
         published_columns: usize,
         columns: usize,
     },
+    #[error("{file}: {problem}; {next}")]
+    Slice {
+        file: String,
+        problem: String,
+        next: String,
+    },
     #[error("calibrating tag confidence on the new snapshot failed: {0}; nothing was published, the previous snapshot is unchanged")]
     Calibration(String),
     #[error("reading the catalog for the snapshot failed: {0}")]
@@ -81,6 +88,7 @@ impl IndexError {
             IndexError::ModelMismatch { .. } => "SnapshotModelMismatch",
             IndexError::Io { .. } => "IndexIo",
             IndexError::Shrunk { .. } => "SnapshotShrunk",
+            IndexError::Slice { .. } => "SliceUnusable",
             IndexError::Calibration(_) => "CalibrationFailed",
             IndexError::Catalog(e) => e.kind(),
             IndexError::Embed(_) => "EmbedderUnavailable",
@@ -452,8 +460,14 @@ mod tests {
         let previous = PreviousEmbeddings::load(index.path(), &model)
             .expect("reusable")
             .expect("published");
-        let (second, report, old_of_new) =
-            embed_documents_reusing(&embedder, &docs, Some(&previous), &Quiet).expect("embed");
+        let (second, report, old_of_new) = embed_documents_reusing(
+            &embedder,
+            &docs,
+            Some(&previous),
+            &index.path().join(slices::SLICES_DIR),
+            &Quiet,
+        )
+        .expect("embed");
 
         assert_eq!(
             *embedder.texts.lock().unwrap(),
@@ -467,7 +481,8 @@ mod tests {
             report,
             EmbedReport {
                 embedded: 1,
-                reused: docs.len() - 1
+                reused: docs.len() - 1,
+                from_slices: 0
             }
         );
         for i in (0..docs.len()).filter(|&i| i != 3) {
@@ -553,13 +568,20 @@ mod tests {
         let previous = PreviousEmbeddings::load(index.path(), &model)
             .expect("format 7 vectors are reusable")
             .expect("published");
-        let (_, report, _) =
-            embed_documents_reusing(&embedder, &docs, Some(&previous), &Quiet).expect("embed");
+        let (_, report, _) = embed_documents_reusing(
+            &embedder,
+            &docs,
+            Some(&previous),
+            &index.path().join(slices::SLICES_DIR),
+            &Quiet,
+        )
+        .expect("embed");
         assert_eq!(
             report,
             EmbedReport {
                 embedded: 0,
-                reused: docs.len()
+                reused: docs.len(),
+                from_slices: 0
             }
         );
 

@@ -16,12 +16,15 @@
 //! - [`store`]: a store of published snapshots — an S3 prefix or a directory — and the object
 //!   operations both offer (read, download with checksum, upload, list, delete).
 //! - [`publish`]: `govcat index --publish` and `--keep`.
+//! - [`slices`]: the slice files of a first build spread over machines (`govcat index
+//!   --slice I/N --slices-to`, `--slices-from`), under `PREFIX/slices/`.
 //! - [`follow`]: `govcat serve --follow`: one sync (fetch, verify, swap), the poll loop and the
 //!   status `/readyz` and `/metrics` show.
 
 pub mod follow;
 pub mod publish;
 pub mod s3;
+pub mod slices;
 pub mod store;
 
 use std::path::PathBuf;

@@ -442,69 +442,66 @@ impl S3Store {
         Ok(parts)
     }
 
+    /// Every page of a listing under `rel` (a "folder", ending in `/`): with `folders`, the
+    /// names of the folders directly under it, else the full keys of every object below it.
+    async fn list(&self, rel: &str, folders: bool) -> Result<Vec<String>, SyncError> {
+        let under = self.key(rel);
+        let mut found = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let out = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(&under)
+                .set_delimiter(folders.then(|| "/".to_string()))
+                .set_continuation_token(token.clone())
+                .send()
+                .await
+                .map_err(|e| self.error(Op::List, rel, &e))?;
+            if folders {
+                found.extend(out.common_prefixes().iter().filter_map(|p| {
+                    p.prefix()
+                        .and_then(|p| p.strip_prefix(&under))
+                        .map(|p| p.trim_end_matches('/').to_string())
+                }));
+            } else {
+                found.extend(
+                    out.contents()
+                        .iter()
+                        .filter_map(|o| o.key().map(str::to_string)),
+                );
+            }
+            token = out.next_continuation_token().map(str::to_string);
+            if token.is_none() {
+                return Ok(found);
+            }
+        }
+    }
+
     /// The ids under `PREFIX/snapshots/`.
     pub fn list_ids(&self) -> Result<Vec<String>, SyncError> {
-        let rel = "snapshots/";
-        let under = self.key(rel);
-        self.runtime.block_on(async {
-            let mut ids = Vec::new();
-            let mut token: Option<String> = None;
-            loop {
-                let out = self
-                    .client
-                    .list_objects_v2()
-                    .bucket(&self.bucket)
-                    .prefix(&under)
-                    .delimiter("/")
-                    .set_continuation_token(token.clone())
-                    .send()
-                    .await
-                    .map_err(|e| self.error(Op::List, rel, &e))?;
-                for p in out.common_prefixes() {
-                    if let Some(id) = p
-                        .prefix()
-                        .and_then(|p| p.strip_prefix(&under))
-                        .map(|p| p.trim_end_matches('/'))
-                    {
-                        ids.push(id.to_string());
-                    }
-                }
-                token = out.next_continuation_token().map(str::to_string);
-                if token.is_none() {
-                    break;
-                }
-            }
-            Ok(ids)
-        })
+        self.runtime.block_on(self.list("snapshots/", true))
+    }
+
+    /// The names of the objects directly under `PREFIX/<dir>/`.
+    pub fn list_files(&self, dir: &str) -> Result<Vec<String>, SyncError> {
+        let rel = format!("{dir}/");
+        let under = self.key(&rel);
+        let keys = self.runtime.block_on(self.list(&rel, false))?;
+        Ok(keys
+            .iter()
+            .filter_map(|k| k.strip_prefix(&under))
+            .filter(|name| !name.contains('/'))
+            .map(str::to_string)
+            .collect())
     }
 
     /// Deletes every object under `PREFIX/snapshots/<id>/`; returns how many.
     pub fn delete_snapshot(&self, id: &str) -> Result<usize, SyncError> {
         let rel = format!("snapshots/{id}/");
-        let under = self.key(&rel);
         self.runtime.block_on(async {
-            let mut keys = Vec::new();
-            let mut token: Option<String> = None;
-            loop {
-                let out = self
-                    .client
-                    .list_objects_v2()
-                    .bucket(&self.bucket)
-                    .prefix(&under)
-                    .set_continuation_token(token.clone())
-                    .send()
-                    .await
-                    .map_err(|e| self.error(Op::List, &rel, &e))?;
-                keys.extend(
-                    out.contents()
-                        .iter()
-                        .filter_map(|o| o.key().map(str::to_string)),
-                );
-                token = out.next_continuation_token().map(str::to_string);
-                if token.is_none() {
-                    break;
-                }
-            }
+            let keys = self.list(&rel, false).await?;
             for key in &keys {
                 let shown = key.strip_prefix(&self.prefix).unwrap_or(key);
                 self.client

@@ -169,6 +169,29 @@ impl Store {
         Ok(ids)
     }
 
+    /// The names of the files directly under `dir` (relative to the prefix), sorted; none
+    /// when it does not exist.
+    pub fn list_files(&self, dir: &str) -> Result<Vec<String>, SyncError> {
+        let mut names = match &self.backend {
+            Backend::S3(s3) => s3.list_files(dir)?,
+            Backend::Dir(root) => {
+                let under = root.join(dir);
+                match fs::read_dir(&under) {
+                    Ok(entries) => entries
+                        .flatten()
+                        .filter(|e| e.path().is_file())
+                        .map(|e| e.file_name().to_string_lossy().to_string())
+                        .filter(|n| !n.starts_with('.'))
+                        .collect(),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                    Err(e) => return Err(dir_error(&under, e)),
+                }
+            }
+        };
+        names.sort();
+        Ok(names)
+    }
+
     /// Deletes the published snapshot `id`.
     pub fn delete_snapshot(&self, id: &str) -> Result<(), SyncError> {
         match &self.backend {
