@@ -779,3 +779,90 @@ fn files_above_the_multipart_threshold_are_uploaded_in_parts_and_read_back_intac
         );
     }
 }
+
+/// A first build spread over three slice jobs (each its own empty `--index`, as separate
+/// machines), exchanged through S3, merged by a fourth that embeds nothing and publishes; a
+/// replica serves it. Paired with the merge refused while a slice is missing in the store.
+#[test]
+fn a_first_build_sliced_over_three_jobs_through_s3_merges_without_embedding_and_is_served() {
+    let Some(f) = fixture("sliced_build") else {
+        return;
+    };
+    let run = format!("{}/first-build", f.location());
+    let job = |i: usize| {
+        let (code, v) = f.index_in(
+            &f.tmp.path().join(format!("job-{i}")),
+            &["--slice", &format!("{i}/3"), "--slices-to", &run],
+        );
+        assert_eq!(code, Some(0), "{v}");
+        assert_eq!(
+            v["uploaded"],
+            json!(format!("{run}/slices/slice-{i:04}-of-0003.vec")),
+            "{v}"
+        );
+        v
+    };
+    let jobs: Vec<Value> = (0..3).map(job).collect();
+    let documents = jobs[0]["documents"].as_u64().expect("documents");
+    assert_eq!(
+        jobs.iter()
+            .map(|v| v["in_slice"].as_u64().expect("in_slice"))
+            .sum::<u64>(),
+        documents
+    );
+
+    // Slice 1 lost in the store: the merge names it and publishes nothing.
+    let lost = format!("{PREFIX}/first-build/slices/slice-0001-of-0003.vec");
+    let slice1 = f.get("first-build/slices/slice-0001-of-0003.vec").expect("slice 1");
+    f.rt.block_on(f.s3.delete_object().bucket(BUCKET).key(&lost).send())
+        .expect("delete slice 1");
+    let merge_index = f.tmp.path().join("merge");
+    let merge = || {
+        f.index_in(
+            &merge_index,
+            &["--slices-from", &run, "--publish", &f.location()],
+        )
+    };
+    let (code, refused) = merge();
+    assert_eq!(
+        (code, &refused["error"]),
+        (Some(1), &json!("SliceUnusable")),
+        "{refused}"
+    );
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("slices 1/3 of 3 are missing")
+                && m.contains("govcat index --slice 1/3 --slices-to LOCATION")),
+        "{refused}"
+    );
+    assert_eq!(f.get("CURRENT"), None, "nothing published");
+
+    // The slice back: the merge embeds nothing, publishes, and leaves no slice files behind.
+    f.put("first-build/slices/slice-0001-of-0003.vec", slice1);
+    let (code, merged) = merge();
+    assert_eq!(code, Some(0), "{merged}");
+    assert_eq!(
+        merged["embedding"],
+        json!({"embedded": 0, "reused": 0, "from_slices": documents}),
+        "{merged}"
+    );
+    assert_eq!(merged["counts"]["documents"], json!(documents));
+    let id = merged["id"].as_str().expect("id").to_string();
+    assert_eq!(
+        f.get("CURRENT")
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string()),
+        Some(id.clone())
+    );
+    assert!(!merge_index.join("slices").exists());
+
+    let replica = f.replica("a", &f.location(), &f.moto.url());
+    serving(&replica, &id);
+    let (status, found) = search(
+        replica.addr,
+        json!({"description": "IBAN of the employee's salary account", "limit": 3}),
+    );
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found["snapshot"]["id"], json!(id));
+    assert!(!common::ids(&found).is_empty(), "{found}");
+}

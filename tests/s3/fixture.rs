@@ -180,6 +180,25 @@ impl Fixture {
         v
     }
 
+    /// `govcat --json index <extra>` with `--index index` against moto; exit code and JSON.
+    pub fn index_in(&self, index: &Path, extra: &[&str]) -> (Option<i32>, Value) {
+        let out = Command::new(BIN)
+            .arg("--json")
+            .args(self.flags(index))
+            .arg("index")
+            .args(extra)
+            .envs(Self::env(&self.moto.url()))
+            .output()
+            .expect("run govcat index");
+        let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "govcat index {extra:?} printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out.status.code(), v)
+    }
+
     /// `govcat --json index --publish LOCATION` through `endpoint`; exit code and JSON.
     pub fn publish_via(&self, endpoint: &str) -> (Option<i32>, Value) {
         let out = Command::new(BIN)
