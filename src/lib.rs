@@ -33,7 +33,8 @@
 //!   Rooms: `index/build.rs` (collect → expand → embed → write → calibrate → publish),
 //!   `index/format.rs` (the files on disk, the manifest, publishing `CURRENT`, loading),
 //!   `index/graph.rs` (the served HNSW graph and its search) with `index/graph/patch.rs` (a
-//!   rebuild's graph patched from the published one).
+//!   rebuild's graph patched from the published one), `index/slices.rs` (a first build's
+//!   embedding spread over machines: slice files, and the merge reading them).
 //! - [`retrieval`]: hybrid search over a snapshot in stages (candidates per side within the
 //!   caller's scope, reciprocal-rank fusion with the similarity floor, key columns weighted
 //!   down unless an identifier is asked for, total order — per phrasing, the description and
@@ -50,7 +51,8 @@
 //! - [`app`]: the wiring `server` and `cli` share — the global options, the tool `Context`
 //!   built from them, the embedding model, and how an error is reported to the user.
 //! - [`sync`]: published snapshots — `govcat index --publish` to S3 or a shared directory
-//!   (CURRENT written last, `--keep`), and the follower of `govcat serve --follow` (fetch what
+//!   (CURRENT written last, `--keep`), the slice files of a first build spread over machines
+//!   (`--slices-to`, `--slices-from`), and the follower of `govcat serve --follow` (fetch what
 //!   CURRENT names, skip files already present, verify, swap; failures keep the served one).
 //! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp` with bounded sessions, REST
 //!   `/v1/tools`, health, metrics, RFC 9728 metadata) behind the token guard, and MCP over
