@@ -813,7 +813,9 @@ fn a_first_build_sliced_over_three_jobs_through_s3_merges_without_embedding_and_
 
     // Slice 1 lost in the store: the merge names it and publishes nothing.
     let lost = format!("{PREFIX}/first-build/slices/slice-0001-of-0003.vec");
-    let slice1 = f.get("first-build/slices/slice-0001-of-0003.vec").expect("slice 1");
+    let slice1 = f
+        .get("first-build/slices/slice-0001-of-0003.vec")
+        .expect("slice 1");
     f.rt.block_on(f.s3.delete_object().bucket(BUCKET).key(&lost).send())
         .expect("delete slice 1");
     let merge_index = f.tmp.path().join("merge");

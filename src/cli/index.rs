@@ -73,6 +73,10 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
             Some(text) => Some(open_store("--publish", text, args)?),
             None => None,
         };
+        let slices_store = match &args.slices_from {
+            Some(text) => Some(open_store("--slices-from", text, args)?),
+            None => None,
+        };
         let ctx = context(options)?;
         let embedder = load_embedder()?;
         let bar = progress_bar();
@@ -89,8 +93,7 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
             map
         };
         let slices_dir = options.index.join(crate::index::slices::SLICES_DIR);
-        if let Some(text) = &args.slices_from {
-            let store = open_store("--slices-from", text, args)?;
+        if let Some(slices_store) = &slices_store {
             // The local slice files are a copy of the store's: a set of another run must not mix in.
             if slices_dir.exists() {
                 std::fs::remove_dir_all(&slices_dir)
@@ -100,7 +103,7 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
                     })
                     .map_err(ToolError::from)?;
             }
-            let got = crate::sync::slices::download_all(&store, &slices_dir)
+            let got = crate::sync::slices::download_all(slices_store, &slices_dir, &bar)
                 .map_err(|e| sync_error("SliceTransferFailed", e))?;
             crate::index::slices::check_slice_set(
                 &slices_dir,

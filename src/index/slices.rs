@@ -107,23 +107,25 @@ pub fn embed_slice(
 ) -> Result<SliceReport, IndexError> {
     let (docs, counts) = super::collect_documents(ontology, source)?;
     let model = model_info(embedder);
+    // Only the slice's documents are kept: a job holds 1/N of the catalog's vectors.
     let mut seen = std::collections::HashSet::new();
     let (mut mine, mut keys, mut in_slice) = (Vec::new(), Vec::new(), 0);
-    for (i, d) in docs.iter().enumerate() {
-        let key = embedding_key(&model, super::embedded_texts(d));
+    for d in docs {
+        let key = embedding_key(&model, super::embedded_texts(&d));
         if slice.holds(&key) {
             in_slice += 1;
             if seen.insert(key) {
-                mine.push(i);
+                mine.push(d);
                 keys.push(key);
             }
         }
     }
     let dim = embedder.dimension();
-    let mut data = vec![0f32; docs.len() * dim];
-    let texts = super::build::text_count(mine.iter().map(|&i| &docs[i]));
+    let mut data = vec![0f32; mine.len() * dim];
+    let texts = super::build::text_count(&mine);
     progress.start(EMBEDDING_STEP, texts);
-    embed_rows(embedder, &docs, &mine, &mut data, progress)?;
+    let all: Vec<usize> = (0..mine.len()).collect();
+    embed_rows(embedder, &mine, &all, &mut data, progress)?;
     progress.finish();
 
     let dir = index_dir.join(SLICES_DIR);
@@ -138,10 +140,7 @@ pub fn embed_slice(
         built_at: format_rfc3339(SystemTime::now()),
     };
     let header_bytes = serde_json::to_vec(&header).map_err(|e| io_err(&tmp, e))?;
-    let vectors = mine
-        .iter()
-        .zip(&keys)
-        .map(|(&i, key)| (key, &data[i * dim..(i + 1) * dim]));
+    let vectors = keys.iter().zip(data.chunks_exact(dim));
     write_slice_file(&tmp, &header_bytes, vectors).map_err(|e| io_err(&tmp, e))?;
     fs::rename(&tmp, &path).map_err(|e| io_err(&path, e))?;
     fsync_dir(&dir);

@@ -30,8 +30,12 @@ pub struct Downloaded {
 }
 
 /// Downloads every slice file under `slices/` into `dest` (each under a temporary name,
-/// renamed once complete). None there is a [`reason::MISSING`] error.
-pub fn download_all(store: &Store, dest: &Path) -> Result<Downloaded, SyncError> {
+/// renamed once complete); `progress` counts files. None there is a [`reason::MISSING`] error.
+pub fn download_all(
+    store: &Store,
+    dest: &Path,
+    progress: &dyn crate::index::Progress,
+) -> Result<Downloaded, SyncError> {
     let names: Vec<String> = store
         .list_files(SLICES_DIR)?
         .into_iter()
@@ -50,12 +54,15 @@ pub fn download_all(store: &Store, dest: &Path) -> Result<Downloaded, SyncError>
     }
     fs::create_dir_all(dest).map_err(|e| local(dest, e))?;
     let before = store.downloaded().0;
+    progress.start("downloading slice files", names.len() as u64);
     for name in &names {
         let tmp = dest.join(format!(".{name}.tmp-{}", std::process::id()));
         store.download(&format!("{SLICES_DIR}/{name}"), &tmp)?;
         let to = dest.join(name);
         fs::rename(&tmp, &to).map_err(|e| local(&to, e))?;
+        progress.advance(1);
     }
+    progress.finish();
     Ok(Downloaded {
         location: store.location().to_string(),
         files: names.len(),
