@@ -164,15 +164,7 @@ fn a_changed_column_description_re_embeds_exactly_that_column() {
         first,
     ) = built_workspace();
 
-    edit_policy_customer(&catalog, |table| {
-        let iban = table["StorageDescriptor"]["Columns"]
-            .as_array_mut()
-            .expect("columns")
-            .iter_mut()
-            .find(|c| c["Name"] == "iban")
-            .expect("policy.customer.iban");
-        iban["Comment"] = "IBAN of the policyholder's premium account (SEPA direct debit).".into();
-    });
+    describe_iban_anew(&catalog);
 
     let (second, report) = build(&catalog, &index_dir, &embedder);
     assert_eq!(
@@ -247,6 +239,19 @@ fn a_changed_table_description_re_embeds_exactly_that_tables_columns() {
         d["table"] == "customer" && d["domain"] == "policy"
     });
     assert_eq!(changed, columns);
+}
+
+/// Gives `policy.customer.iban` a new description (one that mentions "SEPA direct debit").
+fn describe_iban_anew(catalog: &Path) {
+    edit_policy_customer(catalog, |table| {
+        let iban = table["StorageDescriptor"]["Columns"]
+            .as_array_mut()
+            .expect("columns")
+            .iter_mut()
+            .find(|c| c["Name"] == "iban")
+            .expect("policy.customer.iban");
+        iban["Comment"] = "IBAN of the policyholder's premium account (SEPA direct debit).".into();
+    });
 }
 
 /// Rewrites the recorded Glue table `policy.customer` through `edit` (given its `Table`).
@@ -514,15 +519,7 @@ fn a_column_changed_after_the_slice_jobs_is_embedded_by_the_merge_and_nothing_el
     } = workspace();
     let jobs = run_slice_jobs(&catalog, &index_dir, _work.path());
     let documents = jobs[0].0.documents;
-    edit_policy_customer(&catalog, |table| {
-        let iban = table["StorageDescriptor"]["Columns"]
-            .as_array_mut()
-            .expect("columns")
-            .iter_mut()
-            .find(|c| c["Name"] == "iban")
-            .expect("policy.customer.iban");
-        iban["Comment"] = "IBAN of the policyholder's premium account (SEPA direct debit).".into();
-    });
+    describe_iban_anew(&catalog);
     let (_, report) = build(&catalog, &index_dir, &embedder);
     assert_eq!(
         report,

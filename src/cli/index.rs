@@ -69,21 +69,19 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
     let calibration_seconds = std::cell::Cell::new(0.0);
     let result = (|| -> Result<Built, ToolError> {
         // The location is checked before the (long) build, so a typo fails at once.
-        let store = match &args.publish {
-            Some(text) => Some(open_store("--publish", text, args)?),
-            None => None,
-        };
-        let slices_store = match &args.slices_from {
-            Some(text) => Some(open_store("--slices-from", text, args)?),
-            None => None,
-        };
+        let store = args
+            .publish
+            .as_deref()
+            .map(|text| open_store("--publish", text, args))
+            .transpose()?;
+        let slices_store = args
+            .slices_from
+            .as_deref()
+            .map(|text| open_store("--slices-from", text, args))
+            .transpose()?;
         let ctx = context(options)?;
         let embedder = load_embedder()?;
-        let bar = progress_bar();
-        if options.json {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-        }
-        let bar = Bar(bar);
+        let bar = build_bar(options.json);
         let fresh = || context(options);
         let calibrate = crate::app::calibrator(&fresh, embedder.clone(), &bar);
         let calibrate = |dir: &std::path::Path, max_columns: usize| {
@@ -262,23 +260,21 @@ fn sync_error(kind: &str, e: crate::sync::SyncError) -> ToolError {
 /// (and uploads it); builds no snapshot.
 fn run_slice(options: &Options, args: &IndexArgs, slice: crate::index::slices::Slice) -> ExitCode {
     let result = (|| -> Result<(crate::index::slices::SliceReport, Option<String>), ToolError> {
-        let store = match &args.slices_to {
-            Some(text) => Some(open_store("--slices-to", text, args)?),
-            None => None,
-        };
+        let store = args
+            .slices_to
+            .as_deref()
+            .map(|text| open_store("--slices-to", text, args))
+            .transpose()?;
         let ctx = context(options)?;
         let embedder = load_embedder()?;
-        let bar = progress_bar();
-        if options.json {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-        }
+        let bar = build_bar(options.json);
         let report = crate::index::slices::embed_slice(
             &options.index,
             &ctx.ontology,
             ctx.source.as_ref(),
             embedder.as_ref(),
             slice,
-            &Bar(bar),
+            &bar,
         )
         .map_err(ToolError::from)?;
         let uploaded = match &store {
@@ -333,6 +329,15 @@ fn publish_error(e: crate::sync::SyncError) -> ToolError {
     )
     .with("object", e.object.clone())
     .with("reason", e.reason)
+}
+
+/// The build's progress bar on stderr (hidden under `--json`).
+fn build_bar(json: bool) -> Bar {
+    let bar = progress_bar();
+    if json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    Bar(bar)
 }
 
 /// The upload's progress bar on stderr, in bytes (drawn only on a terminal, never under

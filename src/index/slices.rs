@@ -227,9 +227,7 @@ fn unusable(path: &Path, problem: impl Into<String>, slice: Option<Slice>) -> In
 }
 
 /// Reads a slice file's header; the rest of the file is left for [`fill_from_slices`].
-fn read_header(
-    path: &Path,
-) -> Result<(SliceHeader, Hashing<BufReader<fs::File>>, u64), IndexError> {
+fn read_header(path: &Path) -> Result<(SliceHeader, Hashing<BufReader<fs::File>>), IndexError> {
     let file = fs::File::open(path).map_err(|e| io_err(path, e))?;
     let size = file.metadata().map_err(|e| io_err(path, e))?.len();
     let mut r = Hashing::new(BufReader::new(file));
@@ -259,7 +257,7 @@ fn read_header(
             Some(header.slice),
         ));
     }
-    Ok((header, r, size))
+    Ok((header, r))
 }
 
 /// The slice files in `dir`, sorted by name (none when it does not exist).
@@ -296,7 +294,7 @@ pub fn check_slice_set(dir: &Path, model: &ModelInfo) -> Result<Vec<SliceHeader>
     }
     let mut headers = Vec::new();
     for path in &files {
-        let (header, _, _) = read_header(path)?;
+        let (header, _) = read_header(path)?;
         if &header.model != model {
             return Err(IndexError::Slice {
                 file: path.display().to_string(),
@@ -363,7 +361,7 @@ pub(super) fn fill_from_slices(
     let mut key = [0u8; 32];
     let mut vector = vec![0u8; dim * 4];
     for path in &files {
-        let (header, mut r, _) = read_header(path)?;
+        let (header, mut r) = read_header(path)?;
         if &header.model != model {
             tracing::info!(file = %path.display(), "slice of another model: not used");
             continue;
