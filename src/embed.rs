@@ -14,7 +14,7 @@ use std::io::{self, Read};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device, Tensor};
@@ -44,6 +44,9 @@ pub const MAX_TOKENS: usize = 256;
 
 /// Model id reported by [`HashEmbedder`].
 pub const HASH_EMBEDDER_MODEL_ID: &str = "govcat/hash-embedder";
+
+/// Name prefix of the threads that run query forward passes ([`QueryLanes`]).
+pub const QUERY_THREAD_PREFIX: &str = "govcat-embed";
 
 const CONFIG_FILE: &str = "config.json";
 const TOKENIZER_FILE: &str = "tokenizer.json";
@@ -221,6 +224,54 @@ pub struct MiniLm {
     tokenizer: Tokenizer,
     checksum: String,
     cache: QueryCache,
+    lanes: QueryLanes,
+}
+
+/// A fixed set of threads, one per core, on which query forward passes run.
+///
+/// gemm keeps a scratch buffer (~2 MiB, the L2 slab) in a thread-local of every thread that
+/// runs one of its kernels, for the thread's life. The server calls tools on tokio's blocking
+/// threads, whose number follows the calls in flight (up to
+/// [`crate::limits::DEFAULT_MAX_CONCURRENT_REQUESTS`] by default), so a forward pass there left
+/// ~2 MiB behind on each of them: 58.7 MiB at peak over 28 threads in a 10-minute heap profile
+/// (docs/perf/large-lake.md). Here at most [`QueryLanes::threads`] threads ever hold one, and on
+/// 2 cores running more passes at once than cores only made each slower.
+struct QueryLanes {
+    threads: usize,
+    pool: OnceLock<Option<rayon::ThreadPool>>,
+}
+
+impl QueryLanes {
+    /// Lanes for `threads` threads (at least 1), started on first use.
+    fn new(threads: usize) -> Self {
+        Self {
+            threads: threads.max(1),
+            pool: OnceLock::new(),
+        }
+    }
+
+    /// One lane per core the process may use.
+    fn per_core() -> Self {
+        Self::new(std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
+    }
+
+    /// Runs `f` on one of the lanes, blocking the caller until it returns. Should the threads
+    /// fail to start (the process is out of threads), `f` runs on the caller's thread: slower
+    /// memory hygiene, never a lost query.
+    fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        let pool = self.pool.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.threads)
+                .thread_name(|i| format!("{QUERY_THREAD_PREFIX}-{i}"))
+                .build()
+                .map_err(|e| tracing::warn!(error = %e, "query embedding threads did not start; embedding on the callers' threads"))
+                .ok()
+        });
+        match pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
+    }
 }
 
 impl fmt::Debug for MiniLm {
@@ -311,6 +362,7 @@ impl MiniLm {
             tokenizer,
             checksum: actual,
             cache: QueryCache::new(capacity),
+            lanes: QueryLanes::per_core(),
         })
     }
 
@@ -489,25 +541,31 @@ impl Embedder for MiniLm {
         Ok(out)
     }
 
-    /// Embeds one query through the LRU cache ([`QUERY_CACHE_CAPACITY`] entries).
+    /// Embeds one query through the LRU cache ([`QUERY_CACHE_CAPACITY`] entries); a miss runs
+    /// its forward pass on the query lanes.
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         if let Some(v) = self.cache.get(text) {
             return Ok(v);
         }
-        let v = self.embed_chunk(&[text])?.pop().ok_or_else(|| {
-            EmbedError::Inference("the model returned no vector for one text".into())
-        })?;
+        let v = self
+            .lanes
+            .run(|| self.embed_chunk(&[text]))?
+            .pop()
+            .ok_or_else(|| {
+                EmbedError::Inference("the model returned no vector for one text".into())
+            })?;
         self.cache.put(text, v.clone());
         Ok(v)
     }
 
-    /// Each text from the LRU cache, the others in one forward pass (then cached).
+    /// Each text from the LRU cache, the others in one forward pass on the query lanes (then
+    /// cached).
     fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut out: Vec<Option<Vec<f32>>> = texts.iter().map(|t| self.cache.get(t)).collect();
         let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
         if !missing.is_empty() {
             let batch: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
-            let vectors = self.embed_chunk(&batch)?;
+            let vectors = self.lanes.run(|| self.embed_chunk(&batch))?;
             if vectors.len() != batch.len() {
                 return Err(EmbedError::Inference(format!(
                     "the model returned {} vectors for {} texts",
@@ -613,6 +671,40 @@ mod tests {
 
     fn norm(v: &[f32]) -> f32 {
         dot(v, v).sqrt()
+    }
+
+    /// The names of the threads `lanes` ran the calls of 24 concurrent callers on.
+    fn lane_threads_of_24_callers(lanes: &QueryLanes) -> std::collections::BTreeSet<String> {
+        let names = Mutex::new(std::collections::BTreeSet::new());
+        std::thread::scope(|s| {
+            for _ in 0..24 {
+                s.spawn(|| {
+                    let name = lanes.run(|| {
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                        std::thread::current().name().unwrap_or("").to_owned()
+                    });
+                    names.lock().expect("names").insert(name);
+                });
+            }
+        });
+        names.into_inner().expect("names")
+    }
+
+    #[test]
+    fn query_lanes_run_every_call_on_their_own_threads() {
+        let names = lane_threads_of_24_callers(&QueryLanes::new(2));
+        assert!(!names.is_empty() && names.len() <= 2, "{names:?}");
+        for name in &names {
+            assert!(name.starts_with("govcat-embed-"), "{name}");
+        }
+    }
+
+    #[test]
+    fn one_query_lane_is_one_thread_for_every_caller() {
+        let names = lane_threads_of_24_callers(&QueryLanes::new(1));
+        assert_eq!(names, ["govcat-embed-0".to_owned()].into());
+        // A lane count of 0 still makes one lane rather than no thread at all.
+        assert_eq!(QueryLanes::new(0).threads, 1);
     }
 
     #[test]

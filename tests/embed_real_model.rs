@@ -120,6 +120,51 @@ fn batch_equals_single() {
     }
 }
 
+/// Threads of this process whose name starts with `prefix` (Linux: /proc/self/task/*/comm).
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.starts_with(prefix))
+        .count()
+}
+
+/// Query forward passes from 16 concurrent callers run on at most one thread per core (gemm
+/// leaves ~2 MiB of scratch on every thread that runs a pass), and give the vectors a batch
+/// pass gives.
+#[test]
+fn concurrent_queries_run_on_one_lane_per_core() {
+    let Some(m) = model() else { return };
+    let texts: Vec<String> = (0..16)
+        .map(|i| format!("lane check {i}: policy number of the insured vehicle"))
+        .collect();
+    let vectors: Vec<Vec<f32>> = std::thread::scope(|s| {
+        let calls: Vec<_> = texts
+            .iter()
+            .map(|t| s.spawn(move || m.embed_query(t).expect("embed_query")))
+            .collect();
+        calls
+            .into_iter()
+            .map(|c| c.join().expect("caller"))
+            .collect()
+    });
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let lanes = threads_named(govcat::embed::QUERY_THREAD_PREFIX);
+    assert!(
+        (1..=cores).contains(&lanes),
+        "{lanes} lane threads, {cores} cores"
+    );
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let batch = m.embed_batch(&refs).expect("embed_batch");
+    for (q, b) in vectors.iter().zip(&batch) {
+        assert!(
+            dot(q, b) > 0.9999,
+            "a lane's vector differs from the batch's: {}",
+            dot(q, b)
+        );
+    }
+}
+
 #[test]
 fn repeated_query_hits_the_cache() {
     let Some(m) = model() else { return };
