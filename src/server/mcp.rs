@@ -28,7 +28,7 @@
 //! bounded in number, per principal and in idle time (`super::sessions`).
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use axum::extract::{Request, State};
@@ -38,20 +38,17 @@ use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
-    CompleteRequestParams, CompleteResult, CompletionInfo, CustomResult, ElicitRequest,
-    ElicitRequestParams, ElicitationSchema, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, Implementation, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
-    PromptMessage, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate,
-    ServerCapabilities, ServerConfig, ServerResult, Tool, ToolAnnotations,
+    CompleteRequestParams, CompleteResult, CompletionInfo, CustomResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource,
+    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, Service, ServiceExt};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::common::TOOL_LIST_TTL_MS;
@@ -59,10 +56,15 @@ use super::sessions::Sessions;
 use super::{call_tool, AppState, ServerError};
 use crate::audit::{AuditError, AuditOutcome, Call, Transport, Who};
 use crate::catalog::{CatalogError, Domain};
-use crate::limits::MAX_BODY_BYTES;
-use crate::ontology::OntologyError;
 use crate::prompts::{self, PromptError};
-use crate::tools::{self, Caller, InputRequired, Outcome, ToolError, TTL_FLOOR};
+use crate::tools::{self, Caller, Outcome, ToolError, TTL_FLOOR};
+
+mod ask;
+mod hints;
+mod listing;
+pub use ask::{ask_as_error, ask_result, merge_answers, Answer};
+pub use hints::{add_prompt_cache_hints, prompt_cache_hints, with_prompt_cache_hints};
+pub use listing::{mcp_input_schema, mcp_prompts, mcp_tools, prompt_result};
 
 /// The ontology as a fixed resource.
 pub const ONTOLOGY_URI: &str = "govcat://ontology/lf-tags";
@@ -232,113 +234,6 @@ pub async fn end_session(
     (StatusCode::NOT_FOUND, Json(error.to_json())).into_response()
 }
 
-/// Adds the cache hints of a rendered prompt to a `prompts/get` result: fixed for the life of
-/// the process and the same for every caller. rmcp's `GetPromptResult` has no fields for them,
-/// so both transports add them to the serialised answer: HTTP in [`prompt_cache_hints`], stdio
-/// in [`Stdio`].
-pub fn add_prompt_cache_hints(result: &mut Map<String, Value>) {
-    result.insert("ttlMs".into(), json!(TOOL_LIST_TTL_MS));
-    result.insert("cacheScope".into(), json!(tools::CacheScope::Public));
-}
-
-/// The ids of the `prompts/get` requests in an MCP POST body (one message or a batch).
-fn prompt_get_ids(body: &[u8]) -> Vec<Value> {
-    let messages = match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Array(batch)) => batch,
-        Ok(message) => vec![message],
-        Err(_) => Vec::new(),
-    };
-    messages
-        .into_iter()
-        .filter(|m| m.get("method").and_then(Value::as_str) == Some("prompts/get"))
-        .filter_map(|m| m.get("id").cloned())
-        .collect()
-}
-
-/// `message` with the prompt cache hints added, when it is the result of one of `ids`.
-fn hinted(mut message: Value, ids: &[Value]) -> Value {
-    let answers = message.get("id").is_some_and(|id| ids.contains(id));
-    if let (true, Some(Value::Object(result))) = (answers, message.get_mut("result")) {
-        if result.contains_key("messages") {
-            add_prompt_cache_hints(result);
-        }
-    }
-    message
-}
-
-/// An MCP answer body (JSON, or the `data:` lines of SSE) with the prompt cache hints added to
-/// the results of `ids`; other messages and lines are kept as they are.
-pub fn with_prompt_cache_hints(body: &[u8], ids: &[Value]) -> Vec<u8> {
-    if let Ok(message) = serde_json::from_slice::<Value>(body) {
-        let out = match message {
-            Value::Array(batch) => {
-                Value::Array(batch.into_iter().map(|m| hinted(m, ids)).collect())
-            }
-            message => hinted(message, ids),
-        };
-        return serde_json::to_vec(&out).unwrap_or_else(|_| body.to_vec());
-    }
-    let Ok(text) = std::str::from_utf8(body) else {
-        return body.to_vec();
-    };
-    let mut out = String::with_capacity(text.len() + 64);
-    for line in text.split_inclusive('\n') {
-        let parsed = line
-            .strip_prefix("data:")
-            .and_then(|d| serde_json::from_str::<Value>(d.trim()).ok());
-        match parsed {
-            Some(message) => {
-                let ending = &line[line.trim_end_matches(['\r', '\n']).len()..];
-                out.push_str("data: ");
-                out.push_str(&hinted(message, ids).to_string());
-                out.push_str(ending);
-            }
-            None => out.push_str(line),
-        }
-    }
-    out.into_bytes()
-}
-
-/// In front of rmcp: adds the cache hints to `prompts/get` answers (see
-/// [`add_prompt_cache_hints`]). Other requests pass untouched and unbuffered.
-pub async fn prompt_cache_hints(request: Request, next: Next) -> Response {
-    if request.method() != Method::POST {
-        return next.run(request).await;
-    }
-    let (parts, body) = request.into_parts();
-    // `guard::mcp_gate` has read and bounded the body already; this is a copy in memory.
-    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Ok(b) => b,
-        Err(_) => {
-            let error = super::common::request_too_large("one JSON-RPC message");
-            return (StatusCode::PAYLOAD_TOO_LARGE, Json(error.to_json())).into_response();
-        }
-    };
-    let ids = prompt_get_ids(&bytes);
-    let response = next
-        .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
-        .await;
-    if ids.is_empty() {
-        return response;
-    }
-    let (mut head, body) = response.into_parts();
-    let body = match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(b) => b,
-        Err(e) => {
-            let error = ToolError::new(
-                "ResponseFailed",
-                format!("the MCP answer could not be produced ({e}); retry the request"),
-            );
-            return (StatusCode::INTERNAL_SERVER_ERROR, Json(error.to_json())).into_response();
-        }
-    };
-    head.headers.remove(axum::http::header::CONTENT_LENGTH);
-    Response::from_parts(
-        head,
-        axum::body::Body::from(with_prompt_cache_hints(&body, &ids)),
-    )
-}
-
 /// [`GovcatMcp`] as it is served over stdio: every request goes to the handler; the
 /// `prompts/get` answer gains its cache hints (see [`add_prompt_cache_hints`]).
 #[derive(Clone)]
@@ -404,117 +299,6 @@ pub async fn serve_stdio(state: Arc<AppState>) -> Result<(), ServerError> {
     Ok(())
 }
 
-/// The MCP form of a tool's input schema: the shared schema with `domain` marked
-/// `x-mcp-header: Domain`. The header rule needs a plain `string` property, so a `$ref` to a
-/// string definition is inlined and an optional domain (`anyOf [string, null]`) becomes a
-/// string that may be omitted (an omitted domain sends no header).
-pub fn mcp_input_schema(schema: &Value) -> JsonObject {
-    let mut obj = schema.as_object().cloned().unwrap_or_default();
-    let defs = obj
-        .get("$defs")
-        .or_else(|| obj.get("definitions"))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    if let Some(Value::Object(props)) = obj.get_mut("properties") {
-        if let Some(Value::Object(domain)) = props.get("domain") {
-            if let Some(mut plain) = as_string_schema(domain, &defs) {
-                plain.insert("x-mcp-header".into(), Value::String(DOMAIN_HEADER.into()));
-                props.insert("domain".into(), Value::Object(plain));
-            }
-        }
-    }
-    obj
-}
-
-/// `prop` as an inline `{"type": "string", ...}` schema, if it admits only strings (and null).
-fn as_string_schema(prop: &JsonObject, defs: &JsonObject) -> Option<JsonObject> {
-    let mut out = prop.clone();
-    if out.get("default") == Some(&Value::Null) {
-        out.remove("default");
-    }
-    if let Some(reference) = out.remove("$ref") {
-        let name = reference.as_str()?.rsplit('/').next()?;
-        for (k, v) in defs.get(name)?.as_object()? {
-            out.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-    }
-    if let Some(Value::Array(alternatives)) = out.remove("anyOf") {
-        let mut non_null = alternatives
-            .iter()
-            .filter(|a| a.get("type") != Some(&Value::String("null".into())));
-        let only = non_null.next()?.as_object()?;
-        if non_null.next().is_some() {
-            return None;
-        }
-        for (k, v) in as_string_schema(only, defs)? {
-            out.entry(k).or_insert(v);
-        }
-    }
-    (out.get("type").and_then(Value::as_str) == Some("string")).then_some(out)
-}
-
-/// Every tool as MCP lists it, built once from `tools::specs()`.
-pub fn mcp_tools() -> &'static [Tool] {
-    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
-    TOOLS.get_or_init(|| {
-        tools::specs()
-            .iter()
-            .map(|s| {
-                let output = s.output_schema.as_object().cloned().unwrap_or_default();
-                Tool::new(s.name, s.description, mcp_input_schema(&s.input_schema))
-                    .with_title(s.title)
-                    .with_raw_output_schema(Arc::new(output))
-                    .with_annotations(
-                        ToolAnnotations::with_title(s.title)
-                            .read_only(true)
-                            .destructive(false)
-                            .idempotent(true)
-                            .open_world(false),
-                    )
-            })
-            .collect()
-    })
-}
-
-/// Every prompt as MCP lists it, built once from `prompts::PROMPTS`.
-pub fn mcp_prompts() -> &'static [Prompt] {
-    static PROMPTS: OnceLock<Vec<Prompt>> = OnceLock::new();
-    PROMPTS.get_or_init(|| {
-        prompts::PROMPTS
-            .iter()
-            .map(|p| {
-                let arguments = p
-                    .arguments
-                    .iter()
-                    .map(|a| {
-                        PromptArgument::new(a.name)
-                            .with_description(a.description)
-                            .with_required(a.required)
-                    })
-                    .collect();
-                Prompt::new(p.name, Some(p.description), Some(arguments)).with_title(p.title)
-            })
-            .collect()
-    })
-}
-
-/// A rendered prompt as MCP messages.
-pub fn prompt_result(rendered: prompts::Rendered) -> GetPromptResult {
-    let messages = rendered
-        .messages
-        .into_iter()
-        .map(|m| {
-            let role = match m.role {
-                prompts::Role::User => rmcp::model::Role::User,
-                prompts::Role::Assistant => rmcp::model::Role::Assistant,
-            };
-            PromptMessage::new_text(role, m.text)
-        })
-        .collect();
-    GetPromptResult::new(messages).with_description(rendered.description)
-}
-
 /// A prompt that cannot be rendered: invalid params, the error object as data.
 fn prompt_error(e: PromptError) -> McpError {
     let error = ToolError::from(e);
@@ -533,131 +317,6 @@ fn tool_error(e: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![rmcp::model::ContentBlock::text(
         e.to_json().to_string(),
     )])
-}
-
-/// The MRTR form of an ask: one form elicitation with an `enum` of allowed values per key.
-pub fn ask_result(ask: &InputRequired) -> Result<InputRequiredResult, McpError> {
-    let mut properties = Map::new();
-    for m in &ask.missing {
-        properties.insert(
-            m.key.0.clone(),
-            json!({
-                "type": "string",
-                "title": m.key.0,
-                "description": m.description,
-                "enum": m.allowed,
-            }),
-        );
-    }
-    let required: Vec<&str> = ask.missing.iter().map(|m| m.key.0.as_str()).collect();
-    let schema: ElicitationSchema = serde_json::from_value(json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-    }))
-    .map_err(|e| {
-        McpError::internal_error(
-            format!("the input request for {required:?} could not be built ({e}); report this to the govcat maintainers"),
-            None,
-        )
-    })?;
-    let request = InputRequest::Elicitation(ElicitRequest::new(
-        ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: ask.message.clone(),
-            requested_schema: schema,
-        },
-    ));
-    Ok(InputRequiredResult::from_input_requests(
-        InputRequests::from([(ASK_KEY.to_string(), request)]),
-    ))
-}
-
-/// The ask as a tool error, for clients whose protocol cannot carry `input_required`.
-pub fn ask_as_error(ask: &InputRequired, protocol: &str) -> ToolError {
-    ToolError::new(
-        "InputRequired",
-        format!(
-            "{}; protocol {protocol} cannot carry an input request, so call again with every key set to one of its allowed values (listed in `missing`)",
-            ask.message
-        ),
-    )
-    .with("missing", &ask.missing)
-}
-
-/// What the client answered to an ask.
-#[derive(Debug, PartialEq)]
-pub enum Answer {
-    /// The answers were merged into the arguments.
-    Accepted,
-    /// The client declined or cancelled (`action`).
-    Refused(String),
-}
-
-/// Merges the answers of a retry into `args.tags`. A key answered with a value other than the
-/// one already given is a conflict, not an override.
-pub fn merge_answers(
-    args: &mut Map<String, Value>,
-    responses: &InputResponses,
-) -> Result<Answer, ToolError> {
-    let response = responses.get(ASK_KEY).ok_or_else(|| {
-        ToolError::new(
-            "InvalidArguments",
-            format!(
-                "the retry carries no answer under '{ASK_KEY}' (it has: {}); answer the input request, or call again with every tag key set",
-                responses.keys().cloned().collect::<Vec<_>>().join(", ")
-            ),
-        )
-    })?;
-    let action = response
-        .get("action")
-        .and_then(Value::as_str)
-        .unwrap_or("(none)");
-    if action != "accept" {
-        return Ok(Answer::Refused(action.to_string()));
-    }
-    let content = response
-        .get("content")
-        .and_then(Value::as_object)
-        .ok_or_else(|| {
-            ToolError::new(
-                "InvalidArguments",
-                "the accepted answer has no `content` object; answer each missing key with one of its allowed values",
-            )
-        })?;
-    let tags = args
-        .entry(ASK_ARGUMENT)
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(tags) = tags else {
-        return Err(ToolError::new(
-            "InvalidArguments",
-            format!(
-                "argument '{ASK_ARGUMENT}' is not an object; give it as {{\"key\": \"value\"}}"
-            ),
-        ));
-    };
-    for (key, value) in content {
-        let Some(value) = value.as_str() else {
-            return Err(ToolError::new(
-                "InvalidArguments",
-                format!("the answer for '{key}' is {value}, not a string; answer with one of the key's allowed values"),
-            )
-            .with("key", key));
-        };
-        match tags.get(key).and_then(Value::as_str) {
-            Some(given) if given != value => {
-                return Err(OntologyError::ConflictingValues {
-                    key: key.clone(),
-                    values: vec![given.to_string(), value.to_string()],
-                }
-                .into())
-            }
-            _ => {
-                tags.insert(key.clone(), Value::String(value.to_string()));
-            }
-        }
-    }
-    Ok(Answer::Accepted)
 }
 
 /// A dataset URI's domain and table, if `uri` is one.
@@ -1086,167 +745,6 @@ impl ServerHandler for GovcatMcp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ontology::{MissingKey, TagKey, TagValue};
-
-    #[test]
-    fn domain_arguments_carry_the_routing_header_and_nothing_else_does() {
-        for tool in mcp_tools() {
-            let Some(props) = tool
-                .input_schema
-                .get("properties")
-                .and_then(Value::as_object)
-            else {
-                continue;
-            };
-            for (name, prop) in props {
-                if name == "domain" {
-                    assert_eq!(prop["type"], "string", "{}", tool.name);
-                    assert_eq!(prop["x-mcp-header"], "Domain", "{}", tool.name);
-                } else {
-                    assert_eq!(prop.get("x-mcp-header"), None, "{}.{name}", tool.name);
-                }
-            }
-        }
-        let get_dataset = mcp_tools()
-            .iter()
-            .find(|t| t.name == "get_dataset")
-            .unwrap();
-        assert_eq!(
-            Value::Object(
-                get_dataset.input_schema["properties"]["domain"]
-                    .as_object()
-                    .unwrap()
-                    .clone()
-            ),
-            json!({
-                "description": "Domain name, e.g. `policy`.",
-                "type": "string",
-                "x-mcp-header": "Domain"
-            })
-        );
-    }
-
-    #[test]
-    fn an_optional_domain_becomes_an_omittable_string() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "domain": {"description": "Target domain.", "anyOf": [{"$ref": "#/$defs/Domain"}, {"type": "null"}], "default": null},
-                "domains": {"type": ["array", "null"], "items": {"$ref": "#/$defs/Domain"}}
-            },
-            "$defs": {"Domain": {"description": "A domain name.", "type": "string"}}
-        });
-        let out = mcp_input_schema(&schema);
-        assert_eq!(
-            out["properties"]["domain"],
-            json!({"description": "Target domain.", "type": "string", "x-mcp-header": "Domain"})
-        );
-        assert_eq!(
-            out["properties"]["domains"],
-            schema["properties"]["domains"]
-        );
-    }
-
-    fn ask() -> InputRequired {
-        InputRequired {
-            message: "the tag set lacks residency; give one value for each".into(),
-            missing: vec![MissingKey {
-                key: TagKey("residency".into()),
-                description: "where the data is stored".into(),
-                allowed: ["eu", "ch"].map(|v| TagValue(v.into())).to_vec(),
-            }],
-        }
-    }
-
-    #[test]
-    fn an_ask_becomes_one_form_elicitation_with_an_enum_per_missing_key() {
-        let result = serde_json::to_value(ask_result(&ask()).unwrap()).unwrap();
-        assert_eq!(
-            result,
-            json!({
-                "resultType": "input_required",
-                "inputRequests": {
-                    "missing_tags": {
-                        "method": "elicitation/create",
-                        "params": {
-                            "mode": "form",
-                            "message": "the tag set lacks residency; give one value for each",
-                            "requestedSchema": {
-                                "type": "object",
-                                "properties": {
-                                    "residency": {
-                                        "type": "string",
-                                        "title": "residency",
-                                        "description": "where the data is stored",
-                                        "enum": ["eu", "ch"]
-                                    }
-                                },
-                                "required": ["residency"]
-                            }
-                        }
-                    }
-                }
-            })
-        );
-    }
-
-    #[test]
-    fn accepted_answers_fill_the_tags_and_a_different_value_is_a_conflict() {
-        let mut args = Map::new();
-        args.insert("tags".into(), json!({"sensitivity": "high"}));
-        let answers = InputResponses::from([(
-            ASK_KEY.to_string(),
-            json!({"action": "accept", "content": {"residency": "eu"}}),
-        )]);
-        assert_eq!(merge_answers(&mut args, &answers), Ok(Answer::Accepted));
-        assert_eq!(
-            args["tags"],
-            json!({"sensitivity": "high", "residency": "eu"})
-        );
-
-        let conflicting = InputResponses::from([(
-            ASK_KEY.to_string(),
-            json!({"action": "accept", "content": {"sensitivity": "public"}}),
-        )]);
-        let e = merge_answers(&mut args, &conflicting).unwrap_err();
-        assert_eq!(e.kind, "ConflictingTagValues");
-        assert_eq!(e.details["values"], json!(["high", "public"]));
-
-        let declined = InputResponses::from([(ASK_KEY.to_string(), json!({"action": "decline"}))]);
-        assert_eq!(
-            merge_answers(&mut args, &declined),
-            Ok(Answer::Refused("decline".into()))
-        );
-    }
-
-    #[test]
-    fn prompt_answers_gain_cache_hints_and_nothing_else_changes() {
-        let ids = prompt_get_ids(
-            br#"[{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{}},
-                 {"jsonrpc":"2.0","id":5,"method":"tools/list"}]"#,
-        );
-        assert_eq!(ids, vec![json!(4)]);
-        let prompt = json!({"jsonrpc": "2.0", "id": 4, "result": {"messages": []}});
-        let other = json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": []}});
-        let hinted_prompt = json!({"jsonrpc": "2.0", "id": 4,
-            "result": {"messages": [], "ttlMs": 300000, "cacheScope": "public"}});
-        // A JSON body (one message or a batch).
-        let body = serde_json::to_vec(&json!([prompt, other])).unwrap();
-        let out: Value = serde_json::from_slice(&with_prompt_cache_hints(&body, &ids)).unwrap();
-        assert_eq!(out, json!([hinted_prompt, other]));
-        // SSE: the priming event and other lines are kept byte for byte.
-        let sse = format!("data: \nid: 0/0\nretry: 3000\n\ndata: {prompt}\nid: 0/1\n\n");
-        let out = String::from_utf8(with_prompt_cache_hints(sse.as_bytes(), &ids)).unwrap();
-        assert_eq!(
-            out,
-            format!("data: \nid: 0/0\nretry: 3000\n\ndata: {hinted_prompt}\nid: 0/1\n\n")
-        );
-        // An error answer to a prompts/get has no result to hint.
-        let error = json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "m"}});
-        let body = serde_json::to_vec(&error).unwrap();
-        let out: Value = serde_json::from_slice(&with_prompt_cache_hints(&body, &ids)).unwrap();
-        assert_eq!(out, error);
-    }
 
     #[test]
     fn dataset_uris_parse_and_others_do_not() {
