@@ -23,7 +23,8 @@
 //! - [`catalog`]: domains, datasets, columns and their four-state tags; the parse boundary
 //!   (`catalog::boundary`) every source goes through, the `dir` source (`catalog::dir`) and the
 //!   `aws` source (`catalog::aws`: Glue, Lake Formation, STS; `govcat record`).
-//! - [`embed`]: the `Embedder` trait and the all-MiniLM-L6-v2 backend (candle), plus a small
+//! - [`embed`]: the `Embedder` trait and the all-MiniLM-L6-v2 backend (candle; a query's
+//!   forward pass runs on one of a fixed set of threads, one per core), plus a small
 //!   deterministic embedder for plumbing tests.
 //! - [`index`]: snapshots — documents (German words and abbreviations also in English, via the
 //!   glossary, run-together names also as their parts; a column's vector also embeds its
@@ -59,11 +60,15 @@
 //!   stdio; thin adapters over `tools::call` that audit every call and refuse to answer one
 //!   they could not audit. `server/args.rs` holds the serve flags, `server/hosts.rs` the
 //!   Host/Origin policy, `server/supply.rs` where the served snapshot comes from (start,
-//!   `--refresh`, `--watch`, `--follow`); `server/mod.rs` the app state and the entry points.
+//!   `--refresh`, `--watch`, `--follow`); `server/mod.rs` the app state and the entry points;
+//!   `server/mcp.rs` the MCP handler with `mcp/listing.rs` (tool and prompt lists),
+//!   `mcp/ask.rs` (`input_required` in MCP) and `mcp/hints.rs` (prompt cache hints).
 //! - [`eval`]: quality measured on any catalog (`govcat eval queries|tags`): recall, MRR,
 //!   nDCG and leave-one-out tag accuracy, each next to a textbook baseline of the same run;
 //!   JSON and a self-contained HTML report. The `quality` bench uses the same code.
-//! - [`cli`]: the `govcat` command line, a thin adapter over `tools`.
+//! - [`cli`]: the `govcat` command line, a thin adapter over `tools`; `cli/index.rs` builds and
+//!   publishes snapshots, `cli/eval.rs` runs `govcat eval`, `cli/render.rs` prints tool output
+//!   for people.
 
 /// Default snapshot directory, relative to the working directory.
 pub const DEFAULT_INDEX_DIR: &str = "index";
