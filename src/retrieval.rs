@@ -11,6 +11,7 @@
 //! generates a value.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -473,20 +474,33 @@ pub fn candidates_all(
         return Ok(vec![(Vec::new(), Vec::new()); phrasings.len()]);
     }
     let scope = snapshot.scope_filter(&scopes);
+    let filter = (!matches!(scope, ScopeFilter::All)).then_some(scopes.as_slice());
+    let lexical_one = |i: usize| -> Result<Candidates, RetrievalError> {
+        snapshot.count_query();
+        let mut parts = parse_query(phrasings[i]);
+        parts.extend(
+            prepared[i]
+                .expansion
+                .iter()
+                .cloned()
+                .map(QueryPart::Expansion),
+        );
+        Ok(snapshot
+            .lexical
+            .search(&parts, filter, CANDIDATES, &params.boosts)?)
+    };
+    // The phrasings' lexical searches, taken one at a time from a shared counter by whichever
+    // thread is free (see Mode::Hybrid below).
+    let next = AtomicUsize::new(0);
+    let lexical_share = || -> Vec<(usize, Result<Candidates, RetrievalError>)> {
+        std::iter::from_fn(|| {
+            let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+            (i < phrasings.len()).then(|| (i, lexical_one(i)))
+        })
+        .collect()
+    };
     let lexical = || -> Result<Vec<Candidates>, RetrievalError> {
-        let filter = (!matches!(scope, ScopeFilter::All)).then_some(scopes.as_slice());
-        phrasings
-            .iter()
-            .zip(prepared)
-            .map(|(text, p)| {
-                snapshot.count_query();
-                let mut parts = parse_query(text);
-                parts.extend(p.expansion.iter().cloned().map(QueryPart::Expansion));
-                Ok(snapshot
-                    .lexical
-                    .search(&parts, filter, CANDIDATES, &params.boosts)?)
-            })
-            .collect()
+        (0..phrasings.len()).map(lexical_one).collect()
     };
     let dense = || -> Result<Vec<Candidates>, RetrievalError> {
         let texts: Vec<String> = phrasings
@@ -513,20 +527,27 @@ pub fn candidates_all(
         Mode::Bm25 => Ok(lexical()?.into_iter().zip(none()).collect()),
         Mode::Dense => Ok(none().into_iter().zip(dense()?).collect()),
         // The two sides are independent: the lexical searches run on a second thread while
-        // this one embeds the phrasings and searches the dense index. When no thread can be
-        // had (a process limit), the sides run one after the other.
+        // this one embeds the phrasings and searches the dense index, then this one takes the
+        // lexical searches the other has not begun (with alternatives and cached embeddings,
+        // lexical is most of the time: 5 phrasings at 1M columns 37.7 ms on one thread).
+        // When no thread can be had (a process limit), the sides run one after the other.
         Mode::Hybrid => std::thread::scope(|s| {
-            let lexical = &lexical;
+            let lexical_share = &lexical_share;
             let (lexical, dense) = match std::thread::Builder::new()
                 .name("govcat-lexical".into())
-                .spawn_scoped(s, lexical)
+                .spawn_scoped(s, lexical_share)
             {
                 Err(_) => (lexical()?, dense()?),
                 Ok(side) => {
                     let dense = dense();
-                    let lexical = side
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    let mut done = lexical_share();
+                    done.extend(
+                        side.join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    );
+                    done.sort_by_key(|(i, _)| *i);
+                    let lexical: Result<Vec<Candidates>, RetrievalError> =
+                        done.into_iter().map(|(_, c)| c).collect();
                     (lexical?, dense?)
                 }
             };

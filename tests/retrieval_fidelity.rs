@@ -1827,3 +1827,54 @@ fn bad_alternatives_are_invalid_arguments_naming_the_item_and_the_limit() {
         json!({"description": EU_IBAN, "alternatives": eight}),
     );
 }
+
+/// A hybrid search's lexical searches are shared between two threads (whichever is free takes
+/// the next phrasing); each phrasing's lists are still its own, in phrasing order: equal to the
+/// lists the lexical-only and dense-only searches give for the same five phrasings.
+#[test]
+fn hybrid_candidates_of_five_phrasings_are_each_phrasings_own_in_order() {
+    let built = common::hashed();
+    let snapshot = built.snapshot();
+    let kinds = Kind::ALL.to_vec();
+    let alternatives: Vec<String> = [
+        "customer iban",
+        "payee account",
+        "birth date",
+        "policy number",
+    ]
+    .map(String::from)
+    .to_vec();
+    let query = |mode| Query {
+        description: EU_IBAN,
+        alternatives: &alternatives,
+        domains: &snapshot.domains,
+        kinds: &kinds,
+        mode,
+    };
+    let sides = |mode| {
+        let q = query(mode);
+        let prepared = retrieval::prepare(&snapshot, &q);
+        retrieval::candidates_all(
+            &snapshot,
+            built.embedder.as_ref(),
+            &Params::default(),
+            &q,
+            &prepared,
+        )
+        .expect("candidates")
+    };
+    let hybrid = sides(Mode::Hybrid);
+    let lexical: Vec<_> = sides(Mode::Bm25).into_iter().map(|(l, _)| l).collect();
+    let dense: Vec<_> = sides(Mode::Dense).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(hybrid.len(), 5);
+    assert_eq!(
+        hybrid.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(),
+        lexical
+    );
+    assert_eq!(
+        hybrid.iter().map(|(_, d)| d.clone()).collect::<Vec<_>>(),
+        dense
+    );
+    // The phrasings differ, so an order mix-up could not pass unseen.
+    assert_ne!(lexical[0], lexical[3]);
+}
