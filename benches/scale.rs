@@ -1711,6 +1711,9 @@ fn phase_refresh(size: usize, work: &Path, query_count: usize) -> Result<Value> 
         "[refresh {size}] published in {total_s:.1} s: {:?}",
         manifest.graph
     );
+    eprintln!("[refresh {size}] a replica serving the old snapshot follows the new one");
+    let follower = follow_refresh(work, &index_dir, &before_dir, &before.id, model.as_ref())
+        .context("following the refresh")?;
     let refresh_s = calibration_s.get();
     let small = refit.take();
 
@@ -1779,9 +1782,64 @@ fn phase_refresh(size: usize, work: &Path, query_count: usize) -> Result<Value> 
         "fresh_graph_build_s": round3(fresh_build_s),
         "snapshot_bytes": dir_bytes(&after_dir)?,
         "changed_file_bytes": changed_bytes,
+        "follower": follower,
         "queries": query_vectors.len(),
         "cores": std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1),
         "loadavg": loadavg(),
+    }))
+}
+
+/// What a replica serving `before` (its files hard-linked into a fresh `--index`) reads to
+/// follow `store` (an index directory has a store's layout: `CURRENT`, `snapshots/<id>/`)
+/// with `govcat serve --follow`'s follower: the bytes it downloads and the vector bytes it
+/// copies from its local snapshot instead, and the seconds the sync took (the load of the new
+/// snapshot included).
+fn follow_refresh(
+    work: &Path,
+    store: &Path,
+    before: &Path,
+    before_id: &str,
+    embedder: &dyn Embedder,
+) -> Result<Value> {
+    fn link(from: &Path, to: &Path) -> Result<()> {
+        fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+        for entry in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+            let path = entry?.path();
+            let target = to.join(path.file_name().unwrap_or_default());
+            if path.is_dir() {
+                link(&path, &target)?;
+            } else {
+                fs::hard_link(&path, &target)
+                    .with_context(|| format!("linking {}", target.display()))?;
+            }
+        }
+        Ok(())
+    }
+    let replica = work.join("replica-index");
+    if replica.exists() {
+        fs::remove_dir_all(&replica).with_context(|| format!("removing {}", replica.display()))?;
+    }
+    link(before, &replica.join("snapshots").join(before_id))?;
+    fs::write(replica.join("CURRENT"), format!("{before_id}\n"))
+        .context("the replica's CURRENT")?;
+    let location = govcat::sync::Location::Dir(store.to_path_buf());
+    let store = govcat::sync::Store::open(&location, None).map_err(|e| anyhow!("{e}"))?;
+    let follow = govcat::sync::follow::Follow::new(store, Duration::from_secs(60));
+    let started = Instant::now();
+    let synced = follow
+        .sync(&replica, embedder, &|_| Ok(()), Some(before_id))
+        .map_err(|e| anyhow!("{e}"))?;
+    let seconds = started.elapsed().as_secs_f64();
+    if synced.is_none() {
+        bail!("the follower found nothing new to follow");
+    }
+    let status = follow.status();
+    fs::remove_dir_all(&replica).with_context(|| format!("removing {}", replica.display()))?;
+    Ok(json!({
+        "downloaded_bytes": status.downloaded_bytes,
+        "downloaded_objects": status.downloaded_objects,
+        "reused_vector_bytes": status.reused_bytes,
+        "seconds": round3(seconds),
     }))
 }
 

@@ -516,8 +516,15 @@ fn a_shared_directory_is_followed_the_same_way_with_its_fault_pair() {
         answers_from(r, &first);
     }
     std::fs::copy(from.join("vectors.f32"), to.join("vectors.f32")).expect("copy");
-    serving(&a, &second);
-    serving(&b, &second);
+    // Once the file is there, the rows of unchanged texts are copied from the served snapshot
+    // and the changed one is read from the shared file.
+    let (row, _, held) = rows_in_common(&f.indexer.join("snapshots").join(&first), &from);
+    for r in [&a, &b] {
+        assert_eq!(
+            serving(r, &second)["follow"]["reused_bytes"],
+            json!(held * row)
+        );
+    }
 
     // A replica with nothing to serve, following a folder whose CURRENT names no snapshot:
     // its lag grows from the first failed poll (an alert fires), and a retrieval call is told
@@ -640,6 +647,91 @@ fn a_restart_with_the_files_present_downloads_only_current_and_the_manifest() {
         manifest_len + (objects - 1.0) * current_len,
         "{text}"
     );
+}
+
+/// A replica following a refresh in which one column changed copies the vectors of every
+/// unchanged text from the snapshot it serves and reads only the new rows from S3 (ranged
+/// GETs). The pair: a replica whose local copy of a reused row was altered assembles a
+/// file whose sha256 differs from the manifest's, so it downloads the file whole instead. Both
+/// end with the published vectors byte for byte and no error.
+#[test]
+fn a_refresh_of_one_column_reads_only_its_new_vector_rows_and_a_damaged_local_copy_the_whole_file()
+{
+    let Some(f) = fixture("vectors_reused") else {
+        return;
+    };
+    let first = f.publish(&[]);
+    let intact = f.replica("intact", &f.location(), &f.moto.url());
+    let damaged = f.replica("damaged", &f.location(), &f.moto.url());
+    for r in [&intact, &damaged] {
+        assert_eq!(serving(r, &first)["follow"]["reused_bytes"], json!(0));
+    }
+    let second = f.build_changed();
+    let published = f.indexer.join("snapshots").join(&second);
+    let (row, rows, held) = rows_in_common(&f.indexer.join("snapshots").join(&first), &published);
+    assert!(
+        held > 0 && held < rows,
+        "the changed column's vectors are new, the others held: {held} of {rows}"
+    );
+    // The damaged replica's copy of the row the new snapshot's first row is copied from.
+    let new_vectors = std::fs::read(published.join("vectors.f32")).expect("vectors");
+    let local = f
+        .tmp
+        .path()
+        .join("damaged/snapshots")
+        .join(&first)
+        .join("vectors.f32");
+    let mut old_vectors = std::fs::read(&local).expect("local vectors");
+    let source = old_vectors
+        .chunks(row)
+        .position(|r| r == &new_vectors[..row])
+        .expect("the first row is held");
+    old_vectors[source * row] ^= 0x20;
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&local)
+            .expect("open");
+        file.seek(SeekFrom::Start((source * row) as u64))
+            .expect("seek");
+        file.write_all(&old_vectors[source * row..source * row + 1])
+            .expect("alter a byte");
+    }
+    f.upload(&second, None, None);
+
+    for (r, name, reused) in [
+        (&intact, "intact", (held * row) as u64),
+        (&damaged, "damaged", 0),
+    ] {
+        let ready = serving(r, &second);
+        assert_eq!(
+            (
+                &ready["follow"]["reused_bytes"],
+                &ready["follow"]["last_error"]
+            ),
+            (&json!(reused), &Value::Null),
+            "{name}: {ready}"
+        );
+        assert_eq!(
+            metric(&metrics(r.addr), "govcat_follow_reused_bytes_total"),
+            Some(reused as f64)
+        );
+        let served = std::fs::read(
+            f.tmp
+                .path()
+                .join(name)
+                .join("snapshots")
+                .join(&second)
+                .join("vectors.f32"),
+        )
+        .expect("served vectors");
+        assert!(
+            served == new_vectors,
+            "{name}: the served vectors differ from the published"
+        );
+        answers_from(r, &second);
+    }
 }
 
 #[test]

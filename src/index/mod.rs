@@ -13,11 +13,13 @@ pub mod documents;
 mod format;
 pub mod graph;
 pub mod lexical;
+mod reuse;
 pub mod slices;
 pub mod watch;
 
 pub use build::*;
 pub use format::*;
+pub use reuse::rows_held;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;

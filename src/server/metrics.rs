@@ -343,6 +343,9 @@ fn render_follow(out: &mut String, f: &crate::sync::follow::FollowStatus) {
         "govcat_follow_downloaded_objects_total {}",
         f.downloaded_objects
     );
+    *out += "# HELP govcat_follow_reused_bytes_total Bytes of new snapshots' vectors copied from the local snapshot (same embedded texts) instead of downloaded.\n";
+    *out += "# TYPE govcat_follow_reused_bytes_total counter\n";
+    let _ = writeln!(out, "govcat_follow_reused_bytes_total {}", f.reused_bytes);
 }
 
 /// Escapes a label value (backslash, double quote, newline).
@@ -446,6 +449,7 @@ mod tests {
                 lag_seconds: Some(4.5),
                 downloaded_bytes: 2048,
                 downloaded_objects: 5,
+                reused_bytes: 1536,
                 ..Default::default()
             }),
         });
@@ -460,6 +464,7 @@ mod tests {
                 "govcat_follow_lag_seconds 4.5",
                 "govcat_follow_downloaded_bytes_total 2048",
                 "govcat_follow_downloaded_objects_total 5",
+                "govcat_follow_reused_bytes_total 1536",
             ]
         );
         assert_eq!(

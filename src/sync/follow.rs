@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Component, Path};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
@@ -27,6 +28,8 @@ pub struct Follow {
     store: Store,
     interval: Duration,
     state: Mutex<State>,
+    /// Bytes of new snapshots' vectors copied from local ones instead of downloaded.
+    reused_bytes: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -55,6 +58,8 @@ pub struct FollowStatus {
     pub errors: Vec<(&'static str, u64)>,
     pub downloaded_bytes: u64,
     pub downloaded_objects: u64,
+    /// Bytes of vectors copied from the local snapshot instead of downloaded.
+    pub reused_bytes: u64,
     pub interval_seconds: u64,
 }
 
@@ -68,6 +73,7 @@ impl Follow {
             store,
             interval,
             state: Mutex::new(State::default()),
+            reused_bytes: AtomicU64::new(0),
         }
     }
 
@@ -106,6 +112,7 @@ impl Follow {
                 .collect(),
             downloaded_bytes,
             downloaded_objects,
+            reused_bytes: self.reused_bytes.load(Ordering::Relaxed),
             interval_seconds: self.interval.as_secs(),
         }
     }
@@ -125,6 +132,7 @@ impl Follow {
             "errors": s.errors.iter().filter(|(_, n)| *n > 0).map(|(r, n)| (r.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "downloaded_bytes": s.downloaded_bytes,
             "downloaded_objects": s.downloaded_objects,
+            "reused_bytes": s.reused_bytes,
         })
     }
 
@@ -301,7 +309,14 @@ impl Follow {
         })?;
         let dir = index_dir.join("snapshots").join(&id);
         fs::create_dir_all(&dir).map_err(|e| super::store::local(&dir, e))?;
-        for (file, expected) in &manifest.files {
+        // documents.json before vectors.f32: the rows a local snapshot already holds are
+        // found by the new documents' texts.
+        let mut files: Vec<(&String, &String)> = manifest.files.iter().collect();
+        files.sort_by_key(|(file, _)| file.as_str() == index::VECTORS);
+        let local_snapshot = served
+            .map(|s| index_dir.join("snapshots").join(s))
+            .filter(|d| *d != dir && d.is_dir());
+        for (file, expected) in files {
             if !is_plain_relative(file) {
                 return Err(SyncError::new(
                     reason::MANIFEST,
@@ -324,6 +339,18 @@ impl Follow {
                 local.file_name().unwrap_or_default().to_string_lossy()
             ));
             let key = format!("snapshots/{id}/{file}");
+            if let (index::VECTORS, Some(old)) = (file.as_str(), &local_snapshot) {
+                match self.assemble_vectors(old, &dir, &manifest, &key, &part, expected) {
+                    Ok(()) => {
+                        fs::rename(&part, &local).map_err(|e| super::store::local(&local, e))?;
+                        continue;
+                    }
+                    Err(why) => {
+                        let _ = fs::remove_file(&part);
+                        tracing::warn!(object = %self.store.object(&key), "downloading it whole: {why}");
+                    }
+                }
+            }
             let got = self.store.download(&key, &part).map_err(|e| {
                 let _ = fs::remove_file(&part);
                 if e.reason == reason::MISSING {
@@ -382,6 +409,177 @@ impl Follow {
     }
 }
 
+/// Ranged reads of one file at most: 128 rounds of [`super::s3::RANGE_REQUESTS_IN_FLIGHT`]
+/// GETs, a few seconds of S3's first-byte latency. Scattered changes beyond that are read with
+/// the held rows between them (see [`merge_closest`]).
+const MAX_RANGED_READS: usize = 1024;
+
+/// Merges the ranges separated by the smallest gaps until at most `max` remain (the bytes of a
+/// merged gap are read rather than copied).
+fn merge_closest(ranges: &mut Vec<(u64, u64)>, max: usize) {
+    if ranges.len() <= max {
+        return;
+    }
+    let mut gaps: Vec<(u64, usize)> = ranges
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| (w[1].0 - w[0].1, i))
+        .collect();
+    gaps.sort_unstable();
+    let mut closed = vec![false; ranges.len()];
+    for &(_, i) in &gaps[..ranges.len() - max.max(1)] {
+        closed[i] = true;
+    }
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(max);
+    let mut extend = false;
+    for (i, &(start, end)) in ranges.iter().enumerate() {
+        match merged.last_mut() {
+            Some(last) if extend => last.1 = end,
+            _ => merged.push((start, end)),
+        }
+        extend = closed[i];
+    }
+    *ranges = merged;
+}
+
+impl Follow {
+    /// Writes the new snapshot's vectors.f32 to `part` from the rows the local snapshot `old`
+    /// holds for the same embedded texts and ranged reads of the other rows from `key`, and
+    /// checks it against the manifest's sha256 `expected`. `Err` says why the file should be
+    /// downloaded whole instead (nothing lent, ranged reads costlier than the file, a read
+    /// that failed, a sha256 that differs).
+    fn assemble_vectors(
+        &self,
+        old: &Path,
+        dir: &Path,
+        manifest: &Manifest,
+        key: &str,
+        part: &Path,
+        expected: &str,
+    ) -> Result<(), String> {
+        use sha2::{Digest, Sha256};
+
+        let rows = index::rows_held(old, &dir.join(index::DOCUMENTS), &manifest.model)
+            .map_err(|e| format!("{} lends no vectors ({e})", old.display()))?;
+        let row_bytes = (manifest.model.dimension * 4) as u64;
+        // Runs of rows the local snapshot does not hold, as byte ranges of the new file.
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for (i, held) in rows.iter().enumerate() {
+            let (start, end) = (i as u64 * row_bytes, (i as u64 + 1) * row_bytes);
+            match (held, ranges.last_mut()) {
+                (Some(_), _) => {}
+                (None, Some(last)) if last.1 == start => last.1 = end,
+                (None, _) => ranges.push((start, end)),
+            }
+        }
+        let whole = rows.len() as u64 * row_bytes;
+        merge_closest(&mut ranges, MAX_RANGED_READS);
+        let fetched: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+        if fetched == whole {
+            return Err(format!("none of its {} rows is held", rows.len()));
+        }
+        let old_vectors = old.join(index::VECTORS);
+        let source =
+            fs::File::open(&old_vectors).map_err(|e| format!("{}: {e}", old_vectors.display()))?;
+        // SAFETY: a snapshot's files are renamed into place whole and never written again.
+        let held = unsafe { memmap2::Mmap::map(&source) }
+            .map_err(|e| format!("{}: {e}", old_vectors.display()))?;
+        let out = fs::File::create(part).map_err(|e| format!("{}: {e}", part.display()))?;
+        let mut assembly = Assembly {
+            out: std::io::BufWriter::with_capacity(1 << 20, out),
+            hasher: Sha256::new(),
+            held: &held,
+            rows: &rows,
+            row_bytes: row_bytes as usize,
+            next_row: 0,
+        };
+        let written = |e: std::io::Error| format!("{}: {e}", part.display());
+        let mut range = 0usize;
+        self.store
+            .get_ranges(key, &ranges, &mut |bytes| {
+                let (start, end) = ranges[range];
+                range += 1;
+                assembly
+                    .copy_held((start / row_bytes) as usize)
+                    .and_then(|()| assembly.write(bytes))
+                    .map(|()| assembly.next_row = (end / row_bytes) as usize)
+                    .map_err(|e| {
+                        SyncError::new(
+                            reason::LOCAL_IO,
+                            part.display().to_string(),
+                            e.to_string(),
+                            "check --index is writable and has space",
+                        )
+                    })
+            })
+            .map_err(|e| e.to_string())?;
+        assembly.copy_held(rows.len()).map_err(written)?;
+        let Assembly { out, hasher, .. } = assembly;
+        out.into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.sync_all())
+            .map_err(written)?;
+        let got = format!("{:x}", hasher.finalize());
+        if !got.eq_ignore_ascii_case(expected) {
+            return Err(format!(
+                "assembled from {} it has sha256 {got}, not the manifest's {expected}",
+                old.display()
+            ));
+        }
+        let reused = whole - fetched;
+        self.reused_bytes.fetch_add(reused, Ordering::Relaxed);
+        tracing::info!(
+            object = %self.store.object(key),
+            reused_bytes = reused,
+            fetched_bytes = fetched,
+            ranged_reads = ranges.len(),
+            "vectors of unchanged texts copied from {}", old.display()
+        );
+        Ok(())
+    }
+}
+
+/// A vectors file being written from held rows and fetched ranges, with its sha256.
+struct Assembly<'a> {
+    out: std::io::BufWriter<fs::File>,
+    hasher: sha2::Sha256,
+    held: &'a [u8],
+    rows: &'a [Option<u32>],
+    row_bytes: usize,
+    next_row: usize,
+}
+
+impl Assembly<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        use sha2::Digest;
+        use std::io::Write;
+        self.hasher.update(bytes);
+        self.out.write_all(bytes)
+    }
+
+    /// Copies the held rows from `next_row` up to `until` from the local vectors.
+    fn copy_held(&mut self, until: usize) -> std::io::Result<()> {
+        let held = self.held;
+        for row in self.next_row..until {
+            let Some(from) = self.rows[row] else {
+                return Err(std::io::Error::other(format!(
+                    "row {row} is neither held nor fetched"
+                )));
+            };
+            let from = from as usize * self.row_bytes;
+            let Some(bytes) = held.get(from..from + self.row_bytes) else {
+                return Err(std::io::Error::other(format!(
+                    "the local vectors end before byte {}",
+                    from + self.row_bytes
+                )));
+            };
+            self.write(bytes)?;
+        }
+        self.next_row = until;
+        Ok(())
+    }
+}
+
 /// A manifest path that stays inside the snapshot directory.
 fn is_plain_relative(file: &str) -> bool {
     !file.is_empty()
@@ -409,4 +607,23 @@ fn remove_unlisted(root: &Path, dir: &Path, manifest: &Manifest) -> Result<(), S
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_closest;
+
+    #[test]
+    fn ranges_beyond_the_cap_merge_across_the_smallest_gaps_and_ranges_within_it_stay() {
+        let scattered = vec![(0, 1), (2, 3), (10, 11), (12, 13), (40, 41)];
+        let mut capped = scattered.clone();
+        merge_closest(&mut capped, 3);
+        assert_eq!(capped, vec![(0, 3), (10, 13), (40, 41)]);
+        let mut within = scattered.clone();
+        merge_closest(&mut within, 5);
+        assert_eq!(within, scattered);
+        let mut one = scattered;
+        merge_closest(&mut one, 1);
+        assert_eq!(one, vec![(0, 41)]);
+    }
 }

@@ -39,6 +39,9 @@ pub struct S3Store {
     runtime: tokio::runtime::Runtime,
 }
 
+/// Ranged GETs a follower keeps in flight at once when it reads parts of a file.
+pub const RANGE_REQUESTS_IN_FLIGHT: usize = 8;
+
 /// What an S3 call was doing, for the error message.
 #[derive(Clone, Copy)]
 enum Op {
@@ -325,6 +328,77 @@ impl S3Store {
             }
             file.sync_all().map_err(|e| local(dest, e))?;
             Ok((size, hex(&hasher.finalize())))
+        })
+    }
+
+    /// Reads the byte ranges `ranges` (start, end exclusive) of the object, handing each to
+    /// `sink` in order; [`RANGE_REQUESTS_IN_FLIGHT`] ranged GETs run at once. Returns the bytes
+    /// read.
+    pub fn get_ranges(
+        &self,
+        rel: &str,
+        ranges: &[(u64, u64)],
+        sink: &mut dyn FnMut(&[u8]) -> Result<(), SyncError>,
+    ) -> Result<u64, SyncError> {
+        let key = self.key(rel);
+        self.runtime.block_on(async {
+            let mut total = 0u64;
+            for group in ranges.chunks(RANGE_REQUESTS_IN_FLIGHT) {
+                let mut set = tokio::task::JoinSet::new();
+                for (i, &(start, end)) in group.iter().enumerate() {
+                    let request = self
+                        .client
+                        .get_object()
+                        .bucket(&self.bucket)
+                        .key(&key)
+                        .range(format!("bytes={start}-{}", end.saturating_sub(1)));
+                    set.spawn(async move {
+                        let got = match request.send().await {
+                            Ok(out) => out
+                                .body
+                                .collect()
+                                .await
+                                .map(|b| b.into_bytes().to_vec())
+                                .map_err(|e| Err(e.to_string())),
+                            Err(e) => Err(Ok(e)),
+                        };
+                        (i, got)
+                    });
+                }
+                let mut parts: Vec<Vec<u8>> = vec![Vec::new(); group.len()];
+                while let Some(joined) = set.join_next().await {
+                    let (i, got) = joined.map_err(|e| {
+                        SyncError::new(
+                            reason::LOCAL_IO,
+                            self.location.object(rel),
+                            format!("a ranged read stopped ({e})"),
+                            "the follower retries at its next poll",
+                        )
+                    })?;
+                    parts[i] = got.map_err(|e| match e {
+                        Ok(sdk) => self.error(Op::Get, rel, &sdk),
+                        Err(body) => SyncError::new(
+                            reason::UNREACHABLE,
+                            self.location.object(rel),
+                            format!("a ranged read broke off ({body})"),
+                            "the follower retries at its next poll",
+                        ),
+                    })?;
+                }
+                for (bytes, &(start, end)) in parts.iter().zip(group) {
+                    if bytes.len() as u64 != end - start {
+                        return Err(SyncError::new(
+                            reason::UNREACHABLE,
+                            self.location.object(rel),
+                            format!("bytes {start}..{end} came back as {} bytes", bytes.len()),
+                            "the follower retries at its next poll",
+                        ));
+                    }
+                    sink(bytes)?;
+                    total += bytes.len() as u64;
+                }
+            }
+            Ok(total)
         })
     }
 

@@ -450,3 +450,22 @@ pub fn answers_from(replica: &Served, id: &str) {
         "{body}"
     );
 }
+
+/// The rows (bytes, as the manifest's model dimension gives them) of snapshot `new`'s
+/// vectors.f32 and how many of them the vectors of snapshot `old` hold byte for byte: what a
+/// replica serving `old` can copy instead of downloading.
+pub fn rows_in_common(old: &Path, new: &Path) -> (usize, usize, usize) {
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(new.join("manifest.json")).expect("manifest"))
+            .expect("manifest json");
+    let row = manifest["model"]["dimension"].as_u64().expect("dimension") as usize * 4;
+    let old = std::fs::read(old.join("vectors.f32")).expect("old vectors");
+    let new = std::fs::read(new.join("vectors.f32")).expect("new vectors");
+    let held: std::collections::HashSet<&[u8]> = old.chunks(row).collect();
+    let rows = new.len() / row;
+    (
+        row,
+        rows,
+        new.chunks(row).filter(|r| held.contains(r)).count(),
+    )
+}
