@@ -41,9 +41,7 @@ pub struct Counts {
 /// 8: the HNSW graph is govcat's compact `dense.graph` (`index::graph`), not hnsw_rs's dump;
 ///    documents.json and vectors.f32 are unchanged, so a build reuses a format-7 snapshot's
 ///    vectors (`PreviousEmbeddings`).
-/// 9: the lexical index's `name_key` field holds term frequencies, so a search prunes with
-///    block-max WAND; documents.json, vectors.f32 and dense.graph are unchanged (reused).
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 8;
 /// Older formats whose `documents.json` and `vectors.f32` read as this one's.
 pub(super) const VECTORS_COMPATIBLE_SINCE: u32 = 7;
 

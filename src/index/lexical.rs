@@ -146,17 +146,7 @@ fn schema() -> (Schema, Fields) {
         text_de: b.add_text_field("text_de", words_de),
         context: b.add_text_field("context", words.clone()),
         gloss: b.add_text_field("gloss", words),
-        // Frequencies are indexed (always 1: the key is one token) so that every term of a
-        // query reads them and tantivy's block-max WAND can skip documents that cannot reach
-        // the top k; one clause without them makes it score every matching document.
-        name_key: b.add_text_field(
-            "name_key",
-            TextOptions::default().set_indexing_options(
-                TextFieldIndexing::default()
-                    .set_tokenizer("raw")
-                    .set_index_option(IndexRecordOption::WithFreqs),
-            ),
-        ),
+        name_key: b.add_text_field("name_key", STRING),
     };
     (b.build(), fields)
 }
@@ -477,7 +467,7 @@ impl Lexical {
                         Box::new(BoostQuery::new(
                             Box::new(TermQuery::new(
                                 Term::from_field_text(self.f.name_key, &key),
-                                IndexRecordOption::WithFreqs,
+                                IndexRecordOption::Basic,
                             )),
                             b.name_key_boost,
                         )),
