@@ -201,10 +201,12 @@ fn a_published_snapshot_with_an_altered_file_is_refused_until_it_is_published_in
     serving(&r, &first);
 
     let second = f.build_changed();
-    f.upload(&second, None, Some("documents.json"));
+    // A file the replica downloads whole (documents.json and vectors.f32 are mostly copied
+    // from the served snapshot; their pair is in the test of a damaged local copy).
+    f.upload(&second, None, Some("tantivy/meta.json"));
     let broken = failing(
         &r,
-        &["documents.json", "sha256", "differs from the manifest"],
+        &["tantivy/meta.json", "sha256", "differs from the manifest"],
     );
     assert_eq!(broken["snapshot"]["id"], json!(first));
     answers_from(&r, &first);
@@ -519,10 +521,11 @@ fn a_shared_directory_is_followed_the_same_way_with_its_fault_pair() {
     // Once the file is there, the rows of unchanged texts are copied from the served snapshot
     // and the changed one is read from the shared file.
     let (row, _, held) = rows_in_common(&f.indexer.join("snapshots").join(&first), &from);
+    let held_documents = documents_in_common(&f.indexer.join("snapshots").join(&first), &from);
     for r in [&a, &b] {
         assert_eq!(
             serving(r, &second)["follow"]["reused_bytes"],
-            json!(held * row)
+            json!(held * row + held_documents)
         );
     }
 
@@ -650,13 +653,13 @@ fn a_restart_with_the_files_present_downloads_only_current_and_the_manifest() {
 }
 
 /// A replica following a refresh in which one column changed copies the vectors of every
-/// unchanged text from the snapshot it serves and reads only the new rows from S3 (ranged
-/// GETs). The pair: a replica whose local copy of a reused row was altered assembles a
-/// file whose sha256 differs from the manifest's, so it downloads the file whole instead. Both
-/// end with the published vectors byte for byte and no error.
+/// unchanged text and every unchanged document from the snapshot it serves and reads only the
+/// new ones from S3 (ranged GETs). The pair: a replica whose local copy of a reused vector row
+/// was altered assembles a vectors file whose sha256 differs from the manifest's, so it
+/// downloads that file whole instead. Both end with the published files byte for byte and no
+/// error.
 #[test]
-fn a_refresh_of_one_column_reads_only_its_new_vector_rows_and_a_damaged_local_copy_the_whole_file()
-{
+fn a_refresh_of_one_column_reads_only_its_new_parts_and_a_damaged_local_copy_the_whole_file() {
     let Some(f) = fixture("vectors_reused") else {
         return;
     };
@@ -673,7 +676,9 @@ fn a_refresh_of_one_column_reads_only_its_new_vector_rows_and_a_damaged_local_co
         held > 0 && held < rows,
         "the changed column's vectors are new, the others held: {held} of {rows}"
     );
-    // The damaged replica's copy of the row the new snapshot's first row is copied from.
+    let held_documents = documents_in_common(&f.indexer.join("snapshots").join(&first), &published);
+    // The damaged replica's copy of the row the new snapshot's first row is copied from: its
+    // vectors are downloaded whole, its documents still copied.
     let new_vectors = std::fs::read(published.join("vectors.f32")).expect("vectors");
     let local = f
         .tmp
@@ -701,8 +706,8 @@ fn a_refresh_of_one_column_reads_only_its_new_vector_rows_and_a_damaged_local_co
     f.upload(&second, None, None);
 
     for (r, name, reused) in [
-        (&intact, "intact", (held * row) as u64),
-        (&damaged, "damaged", 0),
+        (&intact, "intact", (held * row + held_documents) as u64),
+        (&damaged, "damaged", held_documents as u64),
     ] {
         let ready = serving(r, &second);
         assert_eq!(
@@ -729,6 +734,14 @@ fn a_refresh_of_one_column_reads_only_its_new_vector_rows_and_a_damaged_local_co
         assert!(
             served == new_vectors,
             "{name}: the served vectors differ from the published"
+        );
+        let documents = |dir: &std::path::Path| {
+            std::fs::read(dir.join("documents.json")).expect("documents.json")
+        };
+        assert!(
+            documents(&f.tmp.path().join(name).join("snapshots").join(&second))
+                == documents(&published),
+            "{name}: the served documents differ from the published"
         );
         answers_from(r, &second);
     }

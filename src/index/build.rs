@@ -266,8 +266,10 @@ pub fn write_snapshot_with_glossary(
     let staging = snapshots.join(format!(".staging-{id}"));
     fs::create_dir_all(staging.join(TANTIVY)).map_err(|e| io_err(&staging, e))?;
 
-    let doc_bytes = serde_json::to_vec(docs).map_err(|e| io_err(&staging, e))?;
+    let (doc_bytes, rows) =
+        super::reuse::documents_with_rows(docs).map_err(|e| io_err(&staging, e))?;
     write_file(&staging.join(DOCUMENTS), &doc_bytes)?;
+    write_file(&staging.join(DOCUMENT_ROWS), &rows)?;
     write_file(&staging.join(VECTORS), &vectors.to_bytes())?;
     // Refuse a malformed glossary before publishing it.
     glossary::Glossary::from_texts(glossary_text, abbreviations_text).map_err(|problem| {

@@ -7,6 +7,10 @@ use super::*;
 pub const MANIFEST: &str = "manifest.json";
 pub const DOCUMENTS: &str = "documents.json";
 pub const VECTORS: &str = "vectors.f32";
+/// Per document of documents.json, its JSON's length and a hash ([`super::reuse`]): what a
+/// follower needs to copy unchanged documents from its local snapshot. Absent in snapshots
+/// written before it existed (the follower then downloads documents.json whole).
+pub const DOCUMENT_ROWS: &str = "documents.rows";
 pub(super) const TANTIVY: &str = "tantivy";
 pub(super) const GLOSSARY: &str = "glossary.tsv";
 pub(super) const ABBREVIATIONS: &str = "abbreviations.tsv";

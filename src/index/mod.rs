@@ -19,7 +19,7 @@ pub mod watch;
 
 pub use build::*;
 pub use format::*;
-pub use reuse::rows_held;
+pub use reuse::{document_pieces, rows_held, vector_pieces, Piece};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;

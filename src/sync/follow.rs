@@ -309,10 +309,15 @@ impl Follow {
         })?;
         let dir = index_dir.join("snapshots").join(&id);
         fs::create_dir_all(&dir).map_err(|e| super::store::local(&dir, e))?;
-        // documents.json before vectors.f32: the rows a local snapshot already holds are
-        // found by the new documents' texts.
+        // documents.rows, then documents.json, then vectors.f32: what a local snapshot
+        // already holds of each is found by the one before.
         let mut files: Vec<(&String, &String)> = manifest.files.iter().collect();
-        files.sort_by_key(|(file, _)| file.as_str() == index::VECTORS);
+        files.sort_by_key(|(file, _)| {
+            [index::DOCUMENT_ROWS, index::DOCUMENTS, index::VECTORS]
+                .iter()
+                .position(|f| f == file)
+                .unwrap_or(3)
+        });
         let local_snapshot = served
             .map(|s| index_dir.join("snapshots").join(s))
             .filter(|d| *d != dir && d.is_dir());
@@ -339,8 +344,28 @@ impl Follow {
                 local.file_name().unwrap_or_default().to_string_lossy()
             ));
             let key = format!("snapshots/{id}/{file}");
-            if let (index::VECTORS, Some(old)) = (file.as_str(), &local_snapshot) {
-                match self.assemble_vectors(old, &dir, &manifest, &key, &part, expected) {
+            let plan = match (file.as_str(), &local_snapshot) {
+                (index::VECTORS, Some(old)) => Some(
+                    index::vector_pieces(old, &dir.join(index::DOCUMENTS), &manifest.model)
+                        .map(|p| (old.join(index::VECTORS), &b""[..], p)),
+                ),
+                (index::DOCUMENTS, Some(old))
+                    if manifest.files.contains_key(index::DOCUMENT_ROWS) =>
+                {
+                    Some(
+                        index::document_pieces(old, &dir.join(index::DOCUMENT_ROWS))
+                            .map(|p| (old.join(index::DOCUMENTS), &b"["[..], p)),
+                    )
+                }
+                _ => None,
+            };
+            if let Some(plan) = plan {
+                let assembled = plan
+                    .map_err(|e| format!("the served snapshot lends nothing ({e})"))
+                    .and_then(|(from, prefix, pieces)| {
+                        self.assemble(&from, prefix, &pieces, &key, &part, expected)
+                    });
+                match assembled {
                     Ok(()) => {
                         fs::rename(&part, &local).map_err(|e| super::store::local(&local, e))?;
                         continue;
@@ -443,66 +468,69 @@ fn merge_closest(ranges: &mut Vec<(u64, u64)>, max: usize) {
 }
 
 impl Follow {
-    /// Writes the new snapshot's vectors.f32 to `part` from the rows the local snapshot `old`
-    /// holds for the same embedded texts and ranged reads of the other rows from `key`, and
+    /// Writes `part` as `prefix` followed by `pieces` (see [`index::Piece`]): held pieces
+    /// copied from the local file `old`, the others read from `key` by ranged reads, and
     /// checks it against the manifest's sha256 `expected`. `Err` says why the file should be
-    /// downloaded whole instead (nothing lent, ranged reads costlier than the file, a read
-    /// that failed, a sha256 that differs).
-    fn assemble_vectors(
+    /// downloaded whole instead (nothing held, a read that failed, a sha256 that differs).
+    fn assemble(
         &self,
         old: &Path,
-        dir: &Path,
-        manifest: &Manifest,
+        prefix: &[u8],
+        pieces: &[index::Piece],
         key: &str,
         part: &Path,
         expected: &str,
     ) -> Result<(), String> {
         use sha2::{Digest, Sha256};
 
-        let rows = index::rows_held(old, &dir.join(index::DOCUMENTS), &manifest.model)
-            .map_err(|e| format!("{} lends no vectors ({e})", old.display()))?;
-        let row_bytes = (manifest.model.dimension * 4) as u64;
-        // Runs of rows the local snapshot does not hold, as byte ranges of the new file.
+        // Where each piece starts in the new file; runs of pieces not held, as byte ranges.
+        let mut starts = Vec::with_capacity(pieces.len() + 1);
+        let mut at = prefix.len() as u64;
         let mut ranges: Vec<(u64, u64)> = Vec::new();
-        for (i, held) in rows.iter().enumerate() {
-            let (start, end) = (i as u64 * row_bytes, (i as u64 + 1) * row_bytes);
-            match (held, ranges.last_mut()) {
+        for p in pieces {
+            starts.push(at);
+            let end = at + p.size();
+            match (p.held, ranges.last_mut()) {
                 (Some(_), _) => {}
-                (None, Some(last)) if last.1 == start => last.1 = end,
-                (None, _) => ranges.push((start, end)),
+                (None, Some(last)) if last.1 == at => last.1 = end,
+                (None, _) => ranges.push((at, end)),
             }
+            at = end;
         }
-        let whole = rows.len() as u64 * row_bytes;
+        starts.push(at);
+        let whole = at - prefix.len() as u64;
         merge_closest(&mut ranges, MAX_RANGED_READS);
         let fetched: u64 = ranges.iter().map(|(a, b)| b - a).sum();
         if fetched == whole {
-            return Err(format!("none of its {} rows is held", rows.len()));
+            return Err(format!("none of its {} parts is held", pieces.len()));
         }
-        let old_vectors = old.join(index::VECTORS);
-        let source =
-            fs::File::open(&old_vectors).map_err(|e| format!("{}: {e}", old_vectors.display()))?;
+        let source = fs::File::open(old).map_err(|e| format!("{}: {e}", old.display()))?;
         // SAFETY: a snapshot's files are renamed into place whole and never written again.
         let held = unsafe { memmap2::Mmap::map(&source) }
-            .map_err(|e| format!("{}: {e}", old_vectors.display()))?;
+            .map_err(|e| format!("{}: {e}", old.display()))?;
         let out = fs::File::create(part).map_err(|e| format!("{}: {e}", part.display()))?;
         let mut assembly = Assembly {
             out: std::io::BufWriter::with_capacity(1 << 20, out),
             hasher: Sha256::new(),
             held: &held,
-            rows: &rows,
-            row_bytes: row_bytes as usize,
-            next_row: 0,
+            pieces,
+            next: 0,
+            copied: 0,
         };
         let written = |e: std::io::Error| format!("{}: {e}", part.display());
+        assembly.write(prefix).map_err(written)?;
         let mut range = 0usize;
         self.store
             .get_ranges(key, &ranges, &mut |bytes| {
                 let (start, end) = ranges[range];
                 range += 1;
+                // Ranges start and end where pieces do.
+                let first = starts.partition_point(|&s| s < start);
+                let after = starts.partition_point(|&s| s < end);
                 assembly
-                    .copy_held((start / row_bytes) as usize)
+                    .copy_held(first)
                     .and_then(|()| assembly.write(bytes))
-                    .map(|()| assembly.next_row = (end / row_bytes) as usize)
+                    .map(|()| assembly.next = after)
                     .map_err(|e| {
                         SyncError::new(
                             reason::LOCAL_IO,
@@ -513,8 +541,13 @@ impl Follow {
                     })
             })
             .map_err(|e| e.to_string())?;
-        assembly.copy_held(rows.len()).map_err(written)?;
-        let Assembly { out, hasher, .. } = assembly;
+        assembly.copy_held(pieces.len()).map_err(written)?;
+        let Assembly {
+            out,
+            hasher,
+            copied,
+            ..
+        } = assembly;
         out.into_inner()
             .map_err(|e| e.into_error())
             .and_then(|f| f.sync_all())
@@ -522,31 +555,32 @@ impl Follow {
         let got = format!("{:x}", hasher.finalize());
         if !got.eq_ignore_ascii_case(expected) {
             return Err(format!(
-                "assembled from {} it has sha256 {got}, not the manifest's {expected}",
+                "assembled with {} it has sha256 {got}, not the manifest's {expected}",
                 old.display()
             ));
         }
-        let reused = whole - fetched;
-        self.reused_bytes.fetch_add(reused, Ordering::Relaxed);
+        self.reused_bytes.fetch_add(copied, Ordering::Relaxed);
         tracing::info!(
             object = %self.store.object(key),
-            reused_bytes = reused,
+            reused_bytes = copied,
             fetched_bytes = fetched,
             ranged_reads = ranges.len(),
-            "vectors of unchanged texts copied from {}", old.display()
+            "unchanged parts copied from {}", old.display()
         );
         Ok(())
     }
 }
 
-/// A vectors file being written from held rows and fetched ranges, with its sha256.
+/// A file being written from held pieces and fetched ranges, with its sha256.
 struct Assembly<'a> {
     out: std::io::BufWriter<fs::File>,
     hasher: sha2::Sha256,
     held: &'a [u8],
-    rows: &'a [Option<u32>],
-    row_bytes: usize,
-    next_row: usize,
+    pieces: &'a [index::Piece],
+    /// The first piece not written yet.
+    next: usize,
+    /// Bytes copied from the local file.
+    copied: u64,
 }
 
 impl Assembly<'_> {
@@ -557,25 +591,29 @@ impl Assembly<'_> {
         self.out.write_all(bytes)
     }
 
-    /// Copies the held rows from `next_row` up to `until` from the local vectors.
+    /// Writes the pieces from `next` up to `until`, all held, from the local file.
     fn copy_held(&mut self, until: usize) -> std::io::Result<()> {
         let held = self.held;
-        for row in self.next_row..until {
-            let Some(from) = self.rows[row] else {
+        for i in self.next..until {
+            let piece = self.pieces[i];
+            let Some(from) = piece.held else {
                 return Err(std::io::Error::other(format!(
-                    "row {row} is neither held nor fetched"
+                    "part {i} is neither held nor fetched"
                 )));
             };
-            let from = from as usize * self.row_bytes;
-            let Some(bytes) = held.get(from..from + self.row_bytes) else {
+            let Some(bytes) = held.get(from as usize..(from + piece.len) as usize) else {
                 return Err(std::io::Error::other(format!(
-                    "the local vectors end before byte {}",
-                    from + self.row_bytes
+                    "the local file ends before byte {}",
+                    from + piece.len
                 )));
             };
             self.write(bytes)?;
+            if let Some(then) = piece.then {
+                self.write(&[then])?;
+            }
+            self.copied += piece.len;
         }
-        self.next_row = until;
+        self.next = until;
         Ok(())
     }
 }
