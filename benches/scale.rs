@@ -1791,9 +1791,9 @@ fn phase_refresh(size: usize, work: &Path, query_count: usize) -> Result<Value> 
 
 /// What a replica serving `before` (its files hard-linked into a fresh `--index`) reads to
 /// follow `store` (an index directory has a store's layout: `CURRENT`, `snapshots/<id>/`)
-/// with `govcat serve --follow`'s follower: the bytes it downloads and the vector bytes it
-/// copies from its local snapshot instead, and the seconds the sync took (the load of the new
-/// snapshot included).
+/// with `govcat serve --follow`'s follower: the bytes it downloads and the bytes of documents
+/// and vectors it copies from its local snapshot instead, and the seconds the sync took (the
+/// load of the new snapshot included).
 fn follow_refresh(
     work: &Path,
     store: &Path,
@@ -1838,7 +1838,7 @@ fn follow_refresh(
     Ok(json!({
         "downloaded_bytes": status.downloaded_bytes,
         "downloaded_objects": status.downloaded_objects,
-        "reused_vector_bytes": status.reused_bytes,
+        "reused_bytes": status.reused_bytes,
         "seconds": round3(seconds),
     }))
 }

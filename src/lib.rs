@@ -35,7 +35,9 @@
 //!   `index/format.rs` (the files on disk, the manifest, publishing `CURRENT`, loading),
 //!   `index/graph.rs` (the served HNSW graph and its search) with `index/graph/patch.rs` (a
 //!   rebuild's graph patched from the published one), `index/slices.rs` (a first build's
-//!   embedding spread over machines: slice files, and the merge reading them).
+//!   embedding spread over machines: slice files, and the merge reading them),
+//!   `index/reuse.rs` (which documents and vector rows of a new snapshot an older one holds,
+//!   for the follower).
 //! - [`retrieval`]: hybrid search over a snapshot in stages (candidates per side within the
 //!   caller's scope, reciprocal-rank fusion with the similarity floor, key columns weighted
 //!   down unless an identifier is asked for, total order — per phrasing, the description and
@@ -54,7 +56,9 @@
 //! - [`sync`]: published snapshots — `govcat index --publish` to S3 or a shared directory
 //!   (CURRENT written last, `--keep`), the slice files of a first build spread over machines
 //!   (`--slices-to`, `--slices-from`), and the follower of `govcat serve --follow` (fetch what
-//!   CURRENT names, skip files already present, verify, swap; failures keep the served one).
+//!   CURRENT names, skip files already present, copy the documents and vectors the served
+//!   snapshot holds and read the rest by ranged reads, verify, swap; failures keep the served
+//!   one).
 //! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp` with bounded sessions, REST
 //!   `/v1/tools`, health, metrics, RFC 9728 metadata) behind the token guard, and MCP over
 //!   stdio; thin adapters over `tools::call` that audit every call and refuse to answer one
