@@ -312,11 +312,8 @@ fn plain_parts(text: &str) -> Vec<QueryPart> {
 
 impl Lexical {
     pub fn open(dir: &Path) -> Result<Lexical, IndexError> {
-        let mut index = Index::open_in_dir(dir).map_err(|e| tantivy_error("tantivy", e))?;
+        let index = Index::open_in_dir(dir).map_err(|e| tantivy_error("tantivy", e))?;
         register(&index);
-        if let Some(executor) = search_executor() {
-            index.set_executor(executor);
-        }
         // Fields come from the index's own schema: an index written by another govcat
         // version is refused here, not misread.
         let (expected, _) = schema();
@@ -334,22 +331,6 @@ impl Lexical {
             .map_err(|e| tantivy_error("tantivy reader", e))?;
         Ok(Lexical { reader, f })
     }
-}
-
-/// One pool of `available_parallelism` threads (`govcat-lexical-N`) shared by every opened
-/// index, on which a search scores its segments side by side: a large lake's index has several
-/// segments, and one search over them on one core was most of a query's time. `None` (searches
-/// stay on the caller's thread) on one core or when the pool cannot start.
-fn search_executor() -> Option<tantivy::Executor> {
-    static EXECUTOR: std::sync::OnceLock<Option<tantivy::Executor>> = std::sync::OnceLock::new();
-    EXECUTOR
-        .get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (cores > 1)
-                .then(|| tantivy::Executor::multi_thread(cores, "govcat-lexical-").ok())
-                .flatten()
-        })
-        .clone()
 }
 
 thread_local! {
