@@ -343,7 +343,7 @@ fn render_follow(out: &mut String, f: &crate::sync::follow::FollowStatus) {
         "govcat_follow_downloaded_objects_total {}",
         f.downloaded_objects
     );
-    *out += "# HELP govcat_follow_reused_bytes_total Bytes of new snapshots' vectors copied from the local snapshot (same embedded texts) instead of downloaded.\n";
+    *out += "# HELP govcat_follow_reused_bytes_total Bytes of new snapshots' documents (same JSON) and vectors (same embedded texts) copied from the local snapshot instead of downloaded.\n";
     *out += "# TYPE govcat_follow_reused_bytes_total counter\n";
     let _ = writeln!(out, "govcat_follow_reused_bytes_total {}", f.reused_bytes);
 }

@@ -3,7 +3,9 @@
 //! One [`Follow::poll`] reads `CURRENT`; when it names an id other than the one served, it
 //! reads that snapshot's manifest, refuses another format or model before downloading
 //! anything, downloads into the local `--index`'s `snapshots/<id>/` every file not already
-//! there with the manifest's sha256 (checked as it arrives), runs the same load checks as
+//! there with the manifest's sha256 (checked as it arrives; documents.json and vectors.f32
+//! assembled from what the served snapshot holds plus ranged reads of the rest, see
+//! [`Follow::assemble`]), runs the same load checks as
 //! `index::load` plus the catalog/ontology check of the server, points the local `CURRENT` at
 //! it and hands it to the snapshot handle's atomic swap. Any failure leaves the served
 //! snapshot as it is and is recorded: a log line naming the object and the problem,
@@ -28,7 +30,8 @@ pub struct Follow {
     store: Store,
     interval: Duration,
     state: Mutex<State>,
-    /// Bytes of new snapshots' vectors copied from local ones instead of downloaded.
+    /// Bytes of new snapshots' documents and vectors copied from local ones instead of
+    /// downloaded.
     reused_bytes: AtomicU64,
 }
 
@@ -58,7 +61,7 @@ pub struct FollowStatus {
     pub errors: Vec<(&'static str, u64)>,
     pub downloaded_bytes: u64,
     pub downloaded_objects: u64,
-    /// Bytes of vectors copied from the local snapshot instead of downloaded.
+    /// Bytes of documents and vectors copied from the local snapshot instead of downloaded.
     pub reused_bytes: u64,
     pub interval_seconds: u64,
 }
