@@ -529,13 +529,6 @@ impl PreviousEmbeddings {
         index_dir: &Path,
         model: &ModelInfo,
     ) -> Result<Option<PreviousEmbeddings>, String> {
-        /// Only the embedded texts of a stored document (other fields may change shape).
-        #[derive(Deserialize)]
-        struct DenseText {
-            dense_text: String,
-            #[serde(default)]
-            dense_table_text: Option<String>,
-        }
         if !index_dir.join("CURRENT").exists() {
             return Ok(None);
         }
@@ -543,12 +536,7 @@ impl PreviousEmbeddings {
             .join("snapshots")
             .join(current_id(index_dir).map_err(|e| e.to_string())?);
         let manifest = read_manifest(&dir).map_err(|e| e.to_string())?;
-        if !(VECTORS_COMPATIBLE_SINCE..=FORMAT_VERSION).contains(&manifest.format_version) {
-            return Err(format!("snapshot format {}", manifest.format_version));
-        }
-        if &manifest.model != model {
-            return Err(format!("built with model {}", manifest.model.id));
-        }
+        super::reuse::lends_vectors(&manifest, model)?;
         let verified = |name: &str| -> Result<Vec<u8>, String> {
             let path = dir.join(name);
             let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -558,24 +546,21 @@ impl PreviousEmbeddings {
                 _ => Err(format!("{} does not match its manifest", path.display())),
             }
         };
-        let docs: Vec<DenseText> =
-            serde_json::from_slice(&verified(DOCUMENTS)?).map_err(|e| e.to_string())?;
+        let keys =
+            super::reuse::keys_in(&verified(DOCUMENTS)?, model).map_err(|e| e.to_string())?;
         let vectors = Vectors::from_bytes(&verified(VECTORS)?, model.dimension, VECTORS)
             .map_err(|e| e.to_string())?;
-        if vectors.len() != docs.len() {
+        if vectors.len() != keys.len() {
             return Err(format!(
                 "{} vectors for {} documents",
                 vectors.len(),
-                docs.len()
+                keys.len()
             ));
         }
-        let rows = docs
-            .iter()
+        let rows = keys
+            .into_iter()
             .enumerate()
-            .map(|(row, d)| {
-                let texts = texts_of(&d.dense_text, d.dense_table_text.as_deref());
-                (embedding_key(model, texts), row)
-            })
+            .map(|(row, key)| (key, row))
             .collect();
         // A graph that does not read only costs the patch: the build makes a fresh one.
         let graph = (manifest.dense_backend == Backend::Hnsw)

@@ -19,7 +19,7 @@ pub mod watch;
 
 pub use build::*;
 pub use format::*;
-pub use reuse::{document_pieces, rows_held, vector_pieces, Piece};
+pub use reuse::{document_pieces, vector_pieces, Piece};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;

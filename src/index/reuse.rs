@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::documents::Document;
 use super::format::{
-    read_manifest, ModelInfo, DOCUMENTS, DOCUMENT_ROWS, FORMAT_VERSION, VECTORS,
+    read_manifest, Manifest, ModelInfo, DOCUMENTS, DOCUMENT_ROWS, FORMAT_VERSION, VECTORS,
     VECTORS_COMPATIBLE_SINCE,
 };
 
@@ -159,6 +159,14 @@ impl<'de> Visitor<'de> for Keys<'_> {
     }
 }
 
+/// The embedding keys of the documents of a documents.json's bytes, in order.
+pub(super) fn keys_in(json: &[u8], model: &ModelInfo) -> serde_json::Result<Vec<[u8; 32]>> {
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let keys = Keys(model).deserialize(&mut de)?;
+    de.end()?;
+    Ok(keys)
+}
+
 /// The embedding keys of the documents in `path` (a snapshot's documents.json), in order.
 fn keys(path: &Path, model: &ModelInfo) -> Result<Vec<[u8; 32]>, String> {
     let problem = |e: &dyn fmt::Display| format!("{}: {e}", path.display());
@@ -166,28 +174,31 @@ fn keys(path: &Path, model: &ModelInfo) -> Result<Vec<[u8; 32]>, String> {
     // SAFETY: a snapshot's files are written under a staging name and renamed whole, never
     // written in place; the mapping is dropped before this function returns.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| problem(&e))?;
-    let mut de = serde_json::Deserializer::from_slice(&map);
-    let keys = Keys(model).deserialize(&mut de).map_err(|e| problem(&e))?;
-    de.end().map_err(|e| problem(&e))?;
-    Ok(keys)
+    keys_in(&map, model).map_err(|e| problem(&e))
+}
+
+/// Whether a snapshot of `manifest` can lend vectors to a build or follower using `model`:
+/// `Err` names the format or model that keeps it from doing so.
+pub(super) fn lends_vectors(manifest: &Manifest, model: &ModelInfo) -> Result<(), String> {
+    if !(VECTORS_COMPATIBLE_SINCE..=FORMAT_VERSION).contains(&manifest.format_version) {
+        return Err(format!("snapshot format {}", manifest.format_version));
+    }
+    if &manifest.model != model {
+        return Err(format!("built with model {}", manifest.model.id));
+    }
+    Ok(())
 }
 
 /// For each document of `new_documents` (the documents.json of a snapshot built with `model`),
 /// the row of `old_dir`'s vectors.f32 that holds the vector of the same embedded texts, if
 /// any. `Err` says why `old_dir` cannot lend rows: another model or an older format, files
 /// that do not read, or a vectors file of another length than its documents.
-pub fn rows_held(
+fn rows_held(
     old_dir: &Path,
     new_documents: &Path,
     model: &ModelInfo,
 ) -> Result<Vec<Option<u32>>, String> {
-    let old = read_manifest(old_dir).map_err(|e| e.to_string())?;
-    if !(VECTORS_COMPATIBLE_SINCE..=FORMAT_VERSION).contains(&old.format_version) {
-        return Err(format!("snapshot format {}", old.format_version));
-    }
-    if &old.model != model {
-        return Err(format!("built with model {}", old.model.id));
-    }
+    lends_vectors(&read_manifest(old_dir).map_err(|e| e.to_string())?, model)?;
     let old_keys = keys(&old_dir.join(DOCUMENTS), model)?;
     let vectors = old_dir.join(VECTORS);
     let len = fs::metadata(&vectors)
