@@ -9,6 +9,14 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 step() { printf '\n== %s (%s) ==\n' "$1" "$(date -u +%H:%M:%S)"; }
 
+# A clean clone's target/ grows to about 12 GB (debug build, tests, the release bench
+# binaries' dependencies); say so up front rather than fail mid-way with "No space left".
+free_gb=$(df -Pk . | awk 'NR==2 {print int($4 / 1048576)}')
+if [ "${free_gb:-0}" -lt 14 ]; then
+    echo "warning: ${free_gb} GB free on $(df -P . | awk 'NR==2 {print $6}'); the suite needs about 14 GB" \
+        "(target/ ~12 GB, models/, .venv/, .tools/). Free space (old target/ directories, clones) if it fails." >&2
+fi
+
 step "setup: model, python peers, node"
 scripts/fetch-model.sh
 scripts/setup-python.sh
