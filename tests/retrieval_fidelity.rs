@@ -1829,8 +1829,9 @@ fn bad_alternatives_are_invalid_arguments_naming_the_item_and_the_limit() {
 }
 
 /// A hybrid search's lexical searches are shared between two threads (whichever is free takes
-/// the next phrasing); each phrasing's lists are still its own, in phrasing order: equal to the
-/// lists the lexical-only and dense-only searches give for the same five phrasings.
+/// the next phrasing on the next index segment); each phrasing's lists are still its own, in
+/// phrasing order: equal to the lists the lexical-only and dense-only searches give for the
+/// same five phrasings. (Several segments: `lexical::tests`.)
 #[test]
 fn hybrid_candidates_of_five_phrasings_are_each_phrasings_own_in_order() {
     let built = common::hashed();

@@ -7,11 +7,17 @@
 //! Query syntax (stated in the `find_precedents` description): whole stemmed words match;
 //! `word*` matches words starting with `word`; `"two words"` matches the phrase.
 
+use std::any::Any;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
-use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, RegexQuery, TermQuery};
+use tantivy::collector::{Collector, SegmentCollector, TopDocs};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, EnableScoring, Occur, PhraseQuery, Query, RegexQuery, TermQuery,
+    Weight,
+};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STRING,
 };
@@ -19,7 +25,7 @@ use tantivy::tokenizer::{
     AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer,
     StopWordFilter, TextAnalyzer,
 };
-use tantivy::{doc, Index, IndexReader, ReloadPolicy, Term};
+use tantivy::{doc, DocAddress, Index, ReloadPolicy, Searcher, SegmentReader, Term};
 
 use super::documents::{Document, Kind};
 use super::IndexError;
@@ -180,14 +186,42 @@ fn tantivy_error(what: &str, e: impl std::fmt::Display) -> IndexError {
 /// [`Document::expansion`] (English terms of its German words and abbreviations, parts of its
 /// run-together words) goes into its `gloss` field, so an English query meets a German column
 /// name or description (and a German query's expansion meets it too).
+///
+/// A catalog of more than [`SEGMENT_DOCS`] documents is written in equal segments of at most
+/// that many; a smaller one as tantivy writes it (one segment).
 pub fn build(dir: &Path, docs: &[Document]) -> Result<(), IndexError> {
+    let segments = docs.len().div_ceil(SEGMENT_DOCS);
+    let per_segment = (segments > 1).then(|| docs.len().div_ceil(segments));
+    build_in_segments(dir, docs, per_segment)
+}
+
+/// Most documents a lexical segment holds. A search's segments are the units the two threads
+/// of a hybrid search share (the dense side takes what the lexical thread has not begun), so a
+/// large catalog's segments are equal and small enough to share: at 1M, 8 segments of 125,000.
+pub const SEGMENT_DOCS: usize = 131_072;
+
+/// [`build`], committing a segment every `docs_per_segment` documents and merging none of
+/// them (`None`: one commit, tantivy merging as it likes).
+fn build_in_segments(
+    dir: &Path,
+    docs: &[Document],
+    docs_per_segment: Option<usize>,
+) -> Result<(), IndexError> {
     let (schema, f) = schema();
     let index = Index::create_in_dir(dir, schema).map_err(|e| tantivy_error("tantivy", e))?;
     register(&index);
     let mut writer = index
         .writer_with_num_threads(1, 64_000_000)
         .map_err(|e| tantivy_error("tantivy writer", e))?;
+    if docs_per_segment.is_some() {
+        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+    }
     for (ord, d) in docs.iter().enumerate() {
+        if docs_per_segment.is_some_and(|n| ord > 0 && ord % n == 0) {
+            writer
+                .commit()
+                .map_err(|e| tantivy_error("tantivy commit", e))?;
+        }
         writer
             .add_document(doc!(
                 f.ord => ord as u64,
@@ -214,9 +248,14 @@ pub fn build(dir: &Path, docs: &[Document]) -> Result<(), IndexError> {
     Ok(())
 }
 
+/// (ordinal, BM25 score) pairs, best first.
+pub type Hits = Vec<(u32, f32)>;
+
 /// A loaded lexical index.
 pub struct Lexical {
-    reader: IndexReader,
+    /// The index as opened (a snapshot never changes): every search and count reads it, so
+    /// the segments [`Lexical::segments`] counts are those [`Lexical::prepare`] searches.
+    searcher: Searcher,
     f: Fields,
 }
 
@@ -329,7 +368,10 @@ impl Lexical {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(|e| tantivy_error("tantivy reader", e))?;
-        Ok(Lexical { reader, f })
+        Ok(Lexical {
+            searcher: reader.searcher(),
+            f,
+        })
     }
 }
 
@@ -498,7 +540,8 @@ impl Lexical {
     }
 
     /// Top `k` documents (ordinal, BM25 score) within `scopes` (`None`: the whole index), best
-    /// first, ties by ordinal.
+    /// first, ties by ordinal. One thread; [`Lexical::prepare`] splits the same search by
+    /// segment.
     pub fn search(
         &self,
         parts: &[QueryPart],
@@ -506,29 +549,117 @@ impl Lexical {
         k: usize,
         boosts: &Boosts,
     ) -> Result<Vec<(u32, f32)>, IndexError> {
-        let Some(query) = self.build_query(parts, scopes, boosts) else {
-            return Ok(Vec::new());
-        };
-        let searcher = self.reader.searcher();
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(k).order_by_score())
-            .map_err(|e| tantivy_error("tantivy search", e))?;
-        let mut out = Vec::with_capacity(top.len());
-        for (score, addr) in top {
-            let column = searcher
-                .segment_reader(addr.segment_ord)
-                .fast_fields()
-                .u64("ord")
-                .map_err(|e| tantivy_error("tantivy fast field ord", e))?;
-            let ord = column.first(addr.doc_id).ok_or_else(|| {
-                tantivy_error("tantivy fast field ord", "document without ordinal")
-            })?;
-            out.push((ord as u32, score));
-        }
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        Ok(out)
+        let search = self.prepare(parts, scopes, k, boosts)?;
+        let segments = (0..search.segments())
+            .map(|s| search.segment(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        search.merge(segments)
     }
 
+    /// The search of [`Lexical::search`], prepared (query, BM25 weights) to run one segment at
+    /// a time, on any thread, then merged: the result is the same list, since this is what
+    /// tantivy's own search does segment after segment.
+    pub fn prepare(
+        &self,
+        parts: &[QueryPart],
+        scopes: Option<&[String]>,
+        k: usize,
+        boosts: &Boosts,
+    ) -> Result<Prepared, IndexError> {
+        let searcher = self.searcher.clone();
+        let weight = match self.build_query(parts, scopes, boosts) {
+            None => None,
+            Some(query) => Some(
+                query
+                    .weight(EnableScoring::enabled_from_searcher(&searcher))
+                    .map_err(|e| tantivy_error("tantivy search", e))?,
+            ),
+        };
+        Ok(Prepared {
+            searcher,
+            weight,
+            k,
+        })
+    }
+
+    /// Searches each of `queries` as [`Lexical::search`] does (the same lists, in order) on
+    /// this thread and a second one, while this thread first runs `beside` (a hybrid search's
+    /// dense side): the work is cut into units of one query on one segment, each taken by
+    /// whichever thread is free, and a query's BM25 weights are prepared once, by the first
+    /// thread to reach it. When no thread can be had (a process limit) all runs here, `beside`
+    /// first.
+    pub fn search_beside<T>(
+        &self,
+        queries: &[Vec<QueryPart>],
+        scopes: Option<&[String]>,
+        k: usize,
+        boosts: &Boosts,
+        beside: impl FnOnce() -> T,
+    ) -> (Result<Vec<Hits>, IndexError>, T) {
+        let segments = self.segments();
+        let units = queries.len() * segments;
+        let plans: Vec<OnceLock<Result<Prepared, IndexError>>> =
+            queries.iter().map(|_| OnceLock::new()).collect();
+        let next = AtomicUsize::new(0);
+        let share = || -> Vec<(usize, Option<SegmentHits>)> {
+            std::iter::from_fn(|| {
+                let unit = next.fetch_add(1, AtomicOrdering::Relaxed);
+                (unit < units).then(|| {
+                    let (q, s) = (unit / segments, unit % segments);
+                    let plan =
+                        plans[q].get_or_init(|| self.prepare(&queries[q], scopes, k, boosts));
+                    // A failed preparation or segment is reported once, when merged below.
+                    (unit, plan.as_ref().ok().and_then(|p| p.segment(s).ok()))
+                })
+            })
+            .collect()
+        };
+        let (mut done, besides) = std::thread::scope(|scope| {
+            match std::thread::Builder::new()
+                .name("govcat-lexical".into())
+                .spawn_scoped(scope, share)
+            {
+                Err(_) => {
+                    let besides = beside();
+                    (share(), besides)
+                }
+                Ok(side) => {
+                    let besides = beside();
+                    let mut done = share();
+                    done.extend(
+                        side.join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    );
+                    (done, besides)
+                }
+            }
+        });
+        done.sort_by_key(|(unit, _)| *unit);
+        let mut done = done.into_iter().map(|(_, hits)| hits);
+        let merged = plans
+            .into_iter()
+            .map(|plan| {
+                let Some(plan) = plan.into_inner() else {
+                    return Ok(Vec::new()); // no segment: an empty index
+                };
+                let plan = plan?;
+                let mut hits = Vec::with_capacity(segments);
+                for s in 0..segments {
+                    match done.next().flatten() {
+                        Some(h) => hits.push(h),
+                        None => hits.push(plan.segment(s)?), // its error, once more
+                    }
+                }
+                plan.merge(hits)
+            })
+            .collect();
+        (merged, besides)
+    }
+
+    /// Number of segments of the index: [`Prepared::segment`]'s range.
+    pub fn segments(&self) -> usize {
+        self.searcher.segment_readers().len()
+    }
     /// Number of documents whose text holds `word` (stemmed); 0 for a word that is not one
     /// token (a stop word, several words).
     pub fn word_freq(&self, word: &str) -> u64 {
@@ -543,8 +674,7 @@ impl Lexical {
     fn freq_in(&self, field: Field, word: &str) -> u64 {
         match stemmed(word).as_slice() {
             [token] => self
-                .reader
-                .searcher()
+                .searcher
                 .doc_freq(&Term::from_field_text(field, token))
                 .unwrap_or(0),
             _ => 0,
@@ -553,7 +683,91 @@ impl Lexical {
 
     /// Number of documents in the index.
     pub fn num_docs(&self) -> u64 {
-        self.reader.searcher().num_docs()
+        self.searcher.num_docs()
+    }
+}
+
+/// A lexical search ready to run segment by segment ([`Lexical::prepare`]).
+pub struct Prepared {
+    searcher: Searcher,
+    /// `None` when the query has no searchable term: every segment finds nothing.
+    weight: Option<Box<dyn Weight>>,
+    k: usize,
+}
+
+/// The best `k` hits of one segment, as tantivy's collector left them (its type is private to
+/// tantivy, hence the box); [`Prepared::merge`] takes them.
+pub struct SegmentHits(Box<dyn Any + Send>);
+
+/// The collector of every lexical search: top `k` by BM25, ties by document address.
+fn top(k: usize) -> impl Collector<Fruit = Vec<(f32, DocAddress)>> {
+    TopDocs::with_limit(k).order_by_score()
+}
+
+fn collect_segment<C: Collector>(
+    collector: &C,
+    weight: &dyn Weight,
+    s: usize,
+    reader: &SegmentReader,
+) -> tantivy::Result<SegmentHits> {
+    let fruit = collector.collect_segment(weight, s as u32, reader)?;
+    Ok(SegmentHits(Box::new(fruit)))
+}
+
+fn merge_segments<C: Collector>(
+    collector: &C,
+    segments: Vec<SegmentHits>,
+) -> Result<C::Fruit, IndexError> {
+    let fruits = segments
+        .into_iter()
+        .map(|s| {
+            s.0.downcast::<<C::Child as SegmentCollector>::Fruit>()
+                .map(|f| *f)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| tantivy_error("tantivy search", "segment hits of another search"))?;
+    collector
+        .merge_fruits(fruits)
+        .map_err(|e| tantivy_error("tantivy search", e))
+}
+
+impl Prepared {
+    /// Number of segments (each one call of [`Prepared::segment`]).
+    pub fn segments(&self) -> usize {
+        self.searcher.segment_readers().len()
+    }
+
+    /// The best hits of segment `s`.
+    pub fn segment(&self, s: usize) -> Result<SegmentHits, IndexError> {
+        let (Some(weight), Some(reader)) = (&self.weight, self.searcher.segment_readers().get(s))
+        else {
+            return Ok(SegmentHits(Box::new(())));
+        };
+        collect_segment(&top(self.k), weight.as_ref(), s, reader)
+            .map_err(|e| tantivy_error("tantivy search", e))
+    }
+
+    /// The segments' hits merged: top `k` (ordinal, BM25 score), best first, ties by ordinal.
+    pub fn merge(&self, segments: Vec<SegmentHits>) -> Result<Vec<(u32, f32)>, IndexError> {
+        if self.weight.is_none() {
+            return Ok(Vec::new());
+        }
+        let top = merge_segments(&top(self.k), segments)?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let column = self
+                .searcher
+                .segment_reader(addr.segment_ord)
+                .fast_fields()
+                .u64("ord")
+                .map_err(|e| tantivy_error("tantivy fast field ord", e))?;
+            let ord = column.first(addr.doc_id).ok_or_else(|| {
+                tantivy_error("tantivy fast field ord", "document without ordinal")
+            })?;
+            out.push((ord as u32, score));
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(out)
     }
 }
 
@@ -572,6 +786,150 @@ mod tests {
                 QueryPart::Word("handler".into()),
             ]
         );
+    }
+
+    fn column(ord: usize, name: &str, text: &str) -> Document {
+        let mut d = Document::bare(&format!("d.t.c{ord}"), Kind::Column);
+        d.domain = Some("d".into());
+        d.name_text = name.into();
+        d.lexical_text = format!("{name} {text}");
+        d.context_text = "payments".into();
+        d
+    }
+
+    fn catalog() -> Vec<Document> {
+        let names = ["iban", "payee iban", "iban length", "birth date", "account"];
+        let texts = ["bank account", "number", "of the payee", "customer", "date"];
+        (0..40)
+            .map(|i| column(i, names[i % 5], texts[(i / 5) % 5]))
+            .collect()
+    }
+
+    fn open(docs: &[Document], per_segment: Option<usize>) -> (tempfile::TempDir, Lexical) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        build_in_segments(dir.path(), docs, per_segment).expect("build");
+        let lexical = Lexical::open(dir.path()).expect("open");
+        (dir, lexical)
+    }
+
+    /// What tantivy's own `Searcher::search` gives for `parts` (the reference).
+    fn tantivy_search(lexical: &Lexical, parts: &[QueryPart], k: usize) -> Vec<(u32, f32)> {
+        let query = lexical
+            .build_query(parts, None, &Boosts::default())
+            .expect("a query");
+        let searcher = &lexical.searcher;
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(k).order_by_score())
+            .expect("search");
+        let mut out: Vec<(u32, f32)> = top
+            .into_iter()
+            .map(|(score, addr)| {
+                let ords = searcher
+                    .segment_reader(addr.segment_ord)
+                    .fast_fields()
+                    .u64("ord")
+                    .expect("ord");
+                (ords.first(addr.doc_id).expect("ord") as u32, score)
+            })
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
+    }
+
+    /// The search split by segment gives exactly what tantivy's own search gives, in any order
+    /// the segments are searched, and what a one-segment index finds (BM25's statistics are
+    /// the whole index's; a score may differ in its last bit, since a segment without one of
+    /// the query's terms adds the others in another order); its pair: leaving a segment out
+    /// loses exactly that segment's hits.
+    #[test]
+    fn a_search_split_by_segment_equals_tantivys_own_search() {
+        let docs = catalog();
+        let (_one_dir, one) = open(&docs, None);
+        let (_many_dir, many) = open(&docs, Some(7));
+        assert_eq!(one.segments(), 1);
+        assert_eq!(many.segments(), 6);
+        let b = Boosts::default();
+        for query in [
+            "iban",
+            "payee account number",
+            "birth* \"bank account\"",
+            "date",
+        ] {
+            let parts = parse_query(query);
+            let expected = tantivy_search(&many, &parts, 100);
+            assert!(!expected.is_empty(), "{query}");
+            assert_eq!(
+                many.search(&parts, None, 100, &b).expect("search"),
+                expected
+            );
+            // Segments searched last to first, as two threads may finish them.
+            let prepared = many.prepare(&parts, None, 100, &b).expect("prepare");
+            let mut hits: Vec<(usize, SegmentHits)> = (0..prepared.segments())
+                .rev()
+                .map(|s| (s, prepared.segment(s).expect("segment")))
+                .collect();
+            hits.sort_by_key(|(s, _)| *s);
+            let merged = prepared
+                .merge(hits.into_iter().map(|(_, h)| h).collect())
+                .expect("merge");
+            assert_eq!(merged, expected, "{query}");
+            // The one-segment index: the same documents, each with the same score to 1e-5.
+            let alone = one.search(&parts, None, 100, &b).expect("search");
+            let by_ord = |hits: &[(u32, f32)]| {
+                let mut h = hits.to_vec();
+                h.sort_by_key(|(ord, _)| *ord);
+                h
+            };
+            let (alone, merged) = (by_ord(&alone), by_ord(&merged));
+            assert_eq!(
+                alone.iter().map(|h| h.0).collect::<Vec<_>>(),
+                merged.iter().map(|h| h.0).collect::<Vec<_>>(),
+                "{query}"
+            );
+            assert!(
+                alone
+                    .iter()
+                    .zip(&merged)
+                    .all(|(a, m)| (a.1 - m.1).abs() < 1e-5),
+                "{query}"
+            );
+            // The pair: without its first segment the search misses exactly that segment's
+            // hits (which documents a segment holds is tantivy's business, so ask it).
+            let segment = |s: usize| prepared.segment(s).expect("segment");
+            let first = prepared.merge(vec![segment(0)]).expect("merge");
+            let rest = prepared
+                .merge((1..prepared.segments()).map(segment).collect())
+                .expect("merge");
+            assert!(!first.is_empty() && !rest.is_empty(), "{query}");
+            assert_eq!(first.len() + rest.len(), expected.len(), "{query}");
+            assert!(first.iter().all(|h| !rest.contains(h)), "{query}");
+        }
+    }
+
+    /// Several queries searched on two threads in units of one query on one segment: each
+    /// query's list is the one [`Lexical::search`] gives, in query order, and the work beside
+    /// ran once. The queries differ, so a unit credited to the wrong query could not pass.
+    #[test]
+    fn queries_searched_beside_other_work_are_each_their_own_in_order() {
+        let docs = catalog();
+        let (_dir, many) = open(&docs, Some(7));
+        let b = Boosts::default();
+        let queries: Vec<Vec<QueryPart>> = ["iban", "birth date", "payee account", "number"]
+            .iter()
+            .map(|q| parse_query(q))
+            .collect();
+        let alone: Vec<Vec<(u32, f32)>> = queries
+            .iter()
+            .map(|q| many.search(q, None, 100, &b).expect("search"))
+            .collect();
+        let mut ran = 0;
+        let (shared, beside) = many.search_beside(&queries, None, 100, &b, || {
+            ran += 1;
+            "dense"
+        });
+        assert_eq!(shared.expect("search"), alone);
+        assert_eq!((ran, beside), (1, "dense"));
+        assert!(alone.windows(2).all(|w| w[0] != w[1]));
     }
 
     #[test]
