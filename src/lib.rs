@@ -37,7 +37,8 @@
 //!   rebuild's graph patched from the published one), `index/slices.rs` (a first build's
 //!   embedding spread over machines: slice files, and the merge reading them),
 //!   `index/reuse.rs` (which documents and vector rows of a new snapshot an older one holds,
-//!   for the follower).
+//!   for the follower), `index/lexical.rs` (the tantivy index; a search can be split by
+//!   segment so that a hybrid search's two threads share it).
 //! - [`retrieval`]: hybrid search over a snapshot in stages (candidates per side within the
 //!   caller's scope, reciprocal-rank fusion with the similarity floor, key columns weighted
 //!   down unless an identifier is asked for, total order — per phrasing, the description and
