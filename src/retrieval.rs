@@ -489,11 +489,9 @@ pub fn candidates_all(
         (0..phrasings.len())
             .map(|i| {
                 snapshot.count_query();
-                let found =
-                    snapshot
-                        .lexical
-                        .search(&parts(i), filter, CANDIDATES, &params.boosts)?;
-                Ok(found)
+                Ok(snapshot
+                    .lexical
+                    .search(&parts(i), filter, CANDIDATES, &params.boosts)?)
             })
             .collect()
     };

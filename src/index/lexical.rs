@@ -615,24 +615,19 @@ impl Lexical {
             .collect()
         };
         let (mut done, besides) = std::thread::scope(|scope| {
-            match std::thread::Builder::new()
+            let side = std::thread::Builder::new()
                 .name("govcat-lexical".into())
                 .spawn_scoped(scope, share)
-            {
-                Err(_) => {
-                    let besides = beside();
-                    (share(), besides)
-                }
-                Ok(side) => {
-                    let besides = beside();
-                    let mut done = share();
-                    done.extend(
-                        side.join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                    );
-                    (done, besides)
-                }
+                .ok();
+            let besides = beside();
+            let mut done = share();
+            if let Some(side) = side {
+                done.extend(
+                    side.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                );
             }
+            (done, besides)
         });
         done.sort_by_key(|(unit, _)| *unit);
         let mut done = done.into_iter().map(|(_, hits)| hits);
