@@ -38,6 +38,7 @@ use govcat::catalog::{
     TagLevel, TagState, Tags,
 };
 use govcat::embed::{Embedder, MiniLm};
+use govcat::index::codes::Codes;
 use govcat::index::dense::{
     build_hnsw, build_hnsw_with, exact_top_k, Backend, Dense, GraphParams, Vectors, EXACT_MAX_DOCS,
 };
@@ -939,12 +940,23 @@ fn recall_at(approx: &[(u32, f32)], exact: &[(u32, f32)], k: usize) -> f64 {
 }
 
 /// Recall@[`RECALL_K`] of each query's top `k` from `dense` against its exact top (`truths`).
-fn recalls(dense: &Dense, queries: &[Vec<f32>], truths: &[Vec<(u32, f32)>], k: usize) -> Vec<f64> {
-    let n = dense.vectors.len();
+fn recalls(
+    dense: &Dense,
+    queries: &[Vec<f32>],
+    truths: &[Vec<(u32, f32)>],
+    k: usize,
+) -> Result<Vec<f64>> {
+    let n = dense.len();
     queries
         .iter()
         .zip(truths)
-        .map(|(q, truth)| recall_at(&dense.search(q, k, &|_| true, n), truth, RECALL_K))
+        .map(|(q, truth)| {
+            Ok(recall_at(
+                &dense.search(q, k, &|_| true, n)?,
+                truth,
+                RECALL_K,
+            ))
+        })
         .collect()
 }
 
@@ -1274,45 +1286,73 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
         mask_t.time(|| snapshot.scope_filter(&one_domain));
         let filter = snapshot.scope_filter(&scopes);
         let allowed_count = filter.count(snapshot.docs.len());
-        dense_t.time(|| {
-            snapshot
-                .dense
-                .search(&v, CANDIDATES, &|o| filter.allows(o), allowed_count)
-        });
+        dense_t
+            .time(|| {
+                snapshot
+                    .dense
+                    .search(&v, CANDIDATES, &|o| filter.allows(o), allowed_count)
+            })
+            .context("dense search")?;
         query_vectors.push(v);
     }
 
-    // HNSW against the exact scan, same queries, same k as the product (CANDIDATES).
-    let side = work.join("hnsw");
+    // What serving has touched by now (before the exact scans below read every vector): the
+    // f32 vectors are mapped for the exact backend, read by positional reads for a coded graph.
+    let (rss_served, _) = rss_mib()?;
+    let (anon_served, file_served) = rss_split()?;
+
+    // HNSW against the exact scan, same queries, same k as the product (CANDIDATES). The
+    // served search (coded rows, f32 rescoring) next to the same graph walked over the f32
+    // vectors (the search before coded rows), same run.
+    let vectors_file = dir.join("vectors.f32");
+    let full = Vectors::map(&vectors_file, model.dimension()).context("mapping the vectors")?;
+    let graph_dir = if backend == Backend::Hnsw {
+        dir.clone()
+    } else {
+        work.join("hnsw")
+    };
     let side_dense;
     let hnsw_dense: &Dense = if backend == Backend::Hnsw {
         &snapshot.dense
     } else {
-        let copy = Vectors::new(
-            snapshot.dense.vectors.dim,
-            snapshot.dense.vectors.data.to_vec(),
-        );
-        side_dense = Dense::with_hnsw(copy, &side).context("loading the comparison HNSW graph")?;
+        side_dense = Dense::with_hnsw_coded(
+            Codes::read(&vectors_file, full.dim)?,
+            &vectors_file,
+            &graph_dir,
+        )
+        .context("loading the comparison HNSW graph")?;
         &side_dense
     };
+    let f32_dense = Dense::with_hnsw(
+        Vectors::map(&vectors_file, full.dim).context("mapping the vectors")?,
+        &graph_dir,
+    )
+    .context("loading the HNSW graph over f32 vectors")?;
     let all = |_: u32| true;
     let mut exact_t = Samples::default();
     let mut hnsw_t = Samples::default();
     let mut recall10 = Vec::new();
     let mut recall100 = Vec::new();
+    let mut f32_t = Samples::default();
+    let mut f32_recall10 = Vec::new();
+    let mut f32_recall100 = Vec::new();
     let mut exact_results = Vec::new();
     let budget = Instant::now();
     for v in &query_vectors {
         if exact_results.len() >= MIN_COMPARE && budget.elapsed() > COMPARE_BUDGET {
             break;
         }
-        let exact = exact_t.time(|| exact_top_k(&snapshot.dense.vectors, v, CANDIDATES, &all));
-        let approx = hnsw_t.time(|| hnsw_dense.search(v, CANDIDATES, &all, n));
+        let exact = exact_t.time(|| exact_top_k(&full, v, CANDIDATES, &all));
+        let approx = hnsw_t.time(|| hnsw_dense.search(v, CANDIDATES, &all, n))?;
         recall10.push(recall_at(&approx, &exact, RECALL_K));
         recall100.push(recall_at(&approx, &exact, CANDIDATES));
+        let walked = f32_t.time(|| f32_dense.search(v, CANDIDATES, &all, n))?;
+        f32_recall10.push(recall_at(&walked, &exact, RECALL_K));
+        f32_recall100.push(recall_at(&walked, &exact, CANDIDATES));
         exact_results.push(exact);
     }
     let speedup = exact_t.p50() / hnsw_t.p50();
+    let coded_heap_bytes = hnsw_dense.heap_bytes();
 
     // ef_search sweep on the same graph (same queries as above).
     let graph = hnsw_dense
@@ -1324,7 +1364,7 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
         let mut r10 = Vec::new();
         let mut r100 = Vec::new();
         for (v, exact) in query_vectors.iter().zip(&exact_results) {
-            let approx = t_ef.time(|| graph.search(&hnsw_dense.vectors, v, CANDIDATES, ef, &all));
+            let approx = t_ef.time(|| graph.search(&full, v, CANDIDATES, ef, &all));
             r10.push(recall_at(&approx, exact, RECALL_K));
             r100.push(recall_at(&approx, exact, CANDIDATES));
         }
@@ -1342,11 +1382,6 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
         "max_level_observed": graph.top_layer(),
         "graph_heap_bytes": graph.heap_bytes(),
     });
-
-    // What serving has touched by now: with the vectors memory-mapped, RSS right after load
-    // counts few of them; after the queries it counts the pages the searches read.
-    let (rss_served, _) = rss_mib()?;
-    let (anon_served, file_served) = rss_split()?;
 
     // The calibration `govcat index` runs (issue 23): the leave-one-out over this snapshot's
     // tagged columns, a per-domain sample of `calibration::MAX_COLUMNS` above that. The demo
@@ -1434,6 +1469,18 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
             "recall_at_10": round3(mean(&recall10)),
             "min_recall_at_10": round3(recall10.iter().copied().fold(1.0, f64::min)),
             "recall_at_100": round3(mean(&recall100)),
+            "hnsw_is": "the served search: the graph walked over coded rows (one byte a \
+                        dimension), its max(k, ef_search) candidates scored from the f32 rows",
+            "coded_heap_bytes": coded_heap_bytes,
+            "f32_walk": {
+                "is": "the same graph walked over the mapped f32 vectors (the search before \
+                       coded rows), same queries",
+                "latency": f32_t.report(),
+                "recall_at_10": round3(mean(&f32_recall10)),
+                "min_recall_at_10": round3(f32_recall10.iter().copied().fold(1.0, f64::min)),
+                "recall_at_100": round3(mean(&f32_recall100)),
+                "hnsw_p50_to_f32_walk": round3(hnsw_t.p50() / f32_t.p50()),
+            },
             "mean_top1_similarity": round3(mean(&top1)),
             "graph": graph_params,
             "ef_sweep": sweep,
@@ -1577,10 +1624,10 @@ fn phase_hnsw_sweep(work: &Path, query_count: usize, sweep: &[GraphParams]) -> R
             .iter()
             .zip(&exact)
             .map(|(q, truth)| {
-                let found = search.time(|| dense.search(q, RECALL_K, &|_| true, n));
-                recall_at(&found, truth, RECALL_K)
+                let found = search.time(|| dense.search(q, RECALL_K, &|_| true, n))?;
+                Ok(recall_at(&found, truth, RECALL_K))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         drop(dense);
         fs::remove_dir_all(&graph_dir)
             .with_context(|| format!("removing {}", graph_dir.display()))?;
@@ -1746,11 +1793,12 @@ fn phase_refresh(size: usize, work: &Path, query_count: usize) -> Result<Value> 
         .iter()
         .map(|q| exact_top_k(&vectors, q, RECALL_K, &|_| true))
         .collect();
+    // The served search: coded rows, f32 rescoring.
     let recall = |dir: &Path| -> Result<(f64, f64)> {
-        let mapped = Vectors::map(&after_dir.join("vectors.f32"), model.dimension())
-            .context("mapping the refreshed vectors")?;
-        let dense = Dense::with_hnsw(mapped, dir).context("loading a graph")?;
-        let r = recalls(&dense, &query_vectors, &exact, RECALL_K);
+        let file = after_dir.join("vectors.f32");
+        let dense = Dense::with_hnsw_coded(Codes::read(&file, vectors.dim)?, &file, dir)
+            .context("loading a graph")?;
+        let r = recalls(&dense, &query_vectors, &exact, RECALL_K)?;
         Ok((
             round3(mean(&r)),
             round3(r.iter().copied().fold(1.0, f64::min)),
@@ -1893,7 +1941,7 @@ fn vector_stats(
     build_hnsw(&graph_dir, vectors).context("building a calibration graph")?;
     let copy = Vectors::new(vectors.dim, vectors.data.to_vec());
     let dense = Dense::with_hnsw(copy, &graph_dir).context("loading a calibration graph")?;
-    let recalls = recalls(&dense, query_vectors, &tops, CANDIDATES);
+    let recalls = recalls(&dense, query_vectors, &tops, CANDIDATES)?;
     fs::remove_dir_all(&graph_dir).with_context(|| format!("removing {}", graph_dir.display()))?;
     // Share of the real vectors' top 10 that these vectors also rank in their top 10.
     let agreement = real_tops.map(|rt| {
@@ -1952,7 +2000,8 @@ fn phase_calibrate(size: usize, work: &Path) -> Result<Value> {
     let model = load_model()?;
     let dir = snapshot_dir(work)?;
     let snapshot = index::load(&dir, &model).context("loading the real-vector snapshot")?;
-    let real = &snapshot.dense.vectors;
+    let real = &Vectors::map(&dir.join("vectors.f32"), model.dimension())
+        .context("mapping the real vectors")?;
     let composer = Composer::new(&model, &snapshot.docs)?;
     let query_vectors: Vec<Vec<f32>> = queries(100, 3)
         .iter()

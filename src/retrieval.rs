@@ -505,15 +505,15 @@ pub fn candidates_all(
         let vectors = embedder.embed_queries(&refs)?;
         let allowed = |ord: u32| scope.allows(ord);
         let in_scope = scope.count(snapshot.docs.len());
-        Ok(vectors
+        vectors
             .iter()
             .map(|vector| {
                 snapshot.count_query();
-                snapshot
+                Ok(snapshot
                     .dense
-                    .search(vector, CANDIDATES, &allowed, in_scope)
+                    .search(vector, CANDIDATES, &allowed, in_scope)?)
             })
-            .collect())
+            .collect()
     };
     let none = || vec![Vec::new(); phrasings.len()];
     match q.mode {

@@ -416,7 +416,8 @@ fn nonsense_matches_nothing_in_the_indexes() {
             .unwrap_or_else(|e| panic!("embedding {term}: {e}"));
         let best = snapshot
             .dense
-            .search(&vector, 1, &|_| true, snapshot.docs.len());
+            .search(&vector, 1, &|_| true, snapshot.docs.len())
+            .unwrap_or_else(|e| panic!("dense search for {term}: {e}"));
         let best_similarity = best.first().map(|(_, s)| *s).unwrap_or(f32::MIN);
         assert!(
             best_similarity < floor,

@@ -82,7 +82,7 @@ impl FieldState {
 
 /// The level a present tag was assigned at.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum TagLevel {
@@ -92,7 +92,7 @@ pub enum TagLevel {
 }
 
 /// One tag key of a column or table: its state, and its value when `present`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct TagState {
     pub state: FieldState,
     /// The value; `null` unless `state` is `present`.

@@ -3,15 +3,18 @@
 //!
 //! Two backends, chosen by size at build time: an exact scan, which is faster and exact for
 //! small catalogs (the demo's ~750 documents scan in microseconds), and an HNSW graph for
-//! large ones (built by hnsw_rs, stored and searched compactly: [`super::graph`]). Either reads
-//! the snapshot's vectors memory-mapped ([`Vectors::map`]). `EXACT_MAX_DOCS` is where
-//! the scale bench measured the crossover; see `docs/PERFORMANCE.md`.
+//! large ones (built by hnsw_rs, stored and searched compactly: [`super::graph`]). The exact scan
+//! reads the snapshot's vectors memory-mapped ([`Vectors::map`]); a served graph walks coded
+//! rows in memory and scores its final candidates from the f32 file ([`super::codes`]).
+//! `EXACT_MAX_DOCS` is where the scale bench measured the crossover; see `docs/PERFORMANCE.md`.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use hnsw_rs::anndists::dist::Distance;
 use hnsw_rs::hnsw::Hnsw;
 
+use super::codes::{Codes, RowFile};
 use super::graph::{Graph, PatchCounts};
 use super::IndexError;
 
@@ -163,7 +166,7 @@ impl Vectors {
     }
 }
 
-fn whole_vectors(bytes: usize, dim: usize, file: &str) -> Result<(), IndexError> {
+pub(super) fn whole_vectors(bytes: usize, dim: usize, file: &str) -> Result<(), IndexError> {
     if dim == 0 || !bytes.is_multiple_of(4 * dim) {
         return Err(IndexError::Corrupt {
             file: file.to_string(),
@@ -176,7 +179,7 @@ fn whole_vectors(bytes: usize, dim: usize, file: &str) -> Result<(), IndexError>
 }
 
 /// Partial sums kept by [`dot`].
-const DOT_LANES: usize = 16;
+pub(super) const DOT_LANES: usize = 16;
 
 /// Dot product of two equally long vectors. A single running sum cannot be vectorised
 /// (float addition is not associative, so the compiler must keep the order); sixteen
@@ -219,9 +222,21 @@ pub fn exact_top_k(
     k: usize,
     allowed: &dyn Fn(u32) -> bool,
 ) -> Vec<(u32, f32)> {
-    let mut scored: Vec<(u32, f32)> = (0..vectors.len() as u32)
+    top_k_by(vectors.len(), k, allowed, |i| {
+        dot(vectors.row(i as usize), query)
+    })
+}
+
+/// The `k` best of the allowed ordinals `0..n` by `sim`, best first; ties by ordinal.
+fn top_k_by(
+    n: usize,
+    k: usize,
+    allowed: &dyn Fn(u32) -> bool,
+    sim: impl Fn(u32) -> f32,
+) -> Vec<(u32, f32)> {
+    let mut scored: Vec<(u32, f32)> = (0..n as u32)
         .filter(|&i| allowed(i))
-        .map(|i| (i, dot(vectors.row(i as usize), query)))
+        .map(|i| (i, sim(i)))
         .collect();
     let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if scored.len() > k {
@@ -383,39 +398,49 @@ pub fn write_graph(
 
 /// A loaded dense index.
 pub struct Dense {
-    pub vectors: Vectors,
+    rows: Rows,
     graph: Option<Graph>,
+}
+
+/// What a search reads the documents' vectors from.
+enum Rows {
+    /// The f32 vectors (the exact backend's mapped file; an f32 graph search in benches).
+    Full(Vectors),
+    /// A served HNSW snapshot: coded rows in memory for the walk, the f32 rows read from the
+    /// file for the final candidates ([`super::codes`]).
+    Coded { codes: Codes, file: RowFile },
 }
 
 impl Dense {
     pub fn exact(vectors: Vectors) -> Dense {
         Dense {
-            vectors,
+            rows: Rows::Full(vectors),
             graph: None,
         }
     }
 
-    /// Loads the graph [`build_hnsw`] wrote into `dir`; it searches `vectors`.
+    /// The graph [`build_hnsw`] wrote into `dir`, searched over the f32 `vectors` (the form
+    /// before coded rows: the scale bench compares the two).
     pub fn with_hnsw(vectors: Vectors, dir: &Path) -> Result<Dense, IndexError> {
-        let path = dir.join(GRAPH_FILE);
-        let file = path.display().to_string();
-        let bytes = std::fs::read(&path).map_err(|e| IndexError::Io {
-            path: file.clone(),
-            problem: e.to_string(),
-        })?;
-        let graph = Graph::from_bytes(&bytes, &file)?;
-        if graph.points() != vectors.len() {
-            return Err(IndexError::Corrupt {
-                file,
-                problem: format!(
-                    "a graph of {} points for {} vectors",
-                    graph.points(),
-                    vectors.len()
-                ),
-            });
-        }
+        let graph = read_graph(dir, vectors.len())?;
         Ok(Dense {
-            vectors,
+            rows: Rows::Full(vectors),
+            graph: Some(graph),
+        })
+    }
+
+    /// How a replica serves an HNSW snapshot: the graph in `dir`, walked over `codes` (those
+    /// of `vectors_file`, [`Codes::read`]), the final candidates scored from that file's f32
+    /// rows.
+    pub fn with_hnsw_coded(
+        codes: Codes,
+        vectors_file: &Path,
+        dir: &Path,
+    ) -> Result<Dense, IndexError> {
+        let graph = read_graph(dir, codes.len())?;
+        let file = RowFile::open(vectors_file, codes.dim(), codes.len())?;
+        Ok(Dense {
+            rows: Rows::Coded { codes, file },
             graph: Some(graph),
         })
     }
@@ -433,24 +458,96 @@ impl Dense {
         }
     }
 
+    /// How many documents have a vector.
+    pub fn len(&self) -> usize {
+        match &self.rows {
+            Rows::Full(v) => v.len(),
+            Rows::Coded { file, .. } => file.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the graph walks coded rows (a served HNSW snapshot).
+    pub fn is_coded(&self) -> bool {
+        matches!(self.rows, Rows::Coded { .. })
+    }
+
+    /// Document `i`'s f32 vector.
+    pub fn row(&self, i: u32) -> Result<Cow<'_, [f32]>, IndexError> {
+        match &self.rows {
+            Rows::Full(v) => Ok(Cow::Borrowed(v.row(i as usize))),
+            Rows::Coded { file, .. } => {
+                let mut row = vec![0f32; file.dim()];
+                file.read_row(i, &mut row)?;
+                Ok(Cow::Owned(row))
+            }
+        }
+    }
+
+    /// Bytes the search holds in the heap: the graph's neighbour lists and the coded rows
+    /// (mapped f32 vectors are page cache, not counted).
+    pub fn heap_bytes(&self) -> usize {
+        let codes = match &self.rows {
+            Rows::Coded { codes, .. } => codes.heap_bytes(),
+            Rows::Full(_) => 0,
+        };
+        codes + self.graph.as_ref().map_or(0, Graph::heap_bytes)
+    }
+
     /// Top `k` (ordinal, cosine similarity), best first, among allowed documents.
-    /// `allowed_count` is how many documents `allowed` admits (to pick the strategy).
+    /// `allowed_count` is how many documents `allowed` admits (to pick the strategy: below
+    /// [`HNSW_MIN_ALLOWED_SHARE`] of the documents a scan, else the graph). With coded rows
+    /// the walk or scan keeps `max(k, HNSW_EF_SEARCH)` candidates, which are then scored
+    /// exactly from their f32 rows: the similarities returned are always the f32 ones.
     pub fn search(
         &self,
         query: &[f32],
         k: usize,
         allowed: &dyn Fn(u32) -> bool,
         allowed_count: usize,
-    ) -> Vec<(u32, f32)> {
-        match &self.graph {
-            Some(graph)
-                if (allowed_count as f64) >= HNSW_MIN_ALLOWED_SHARE * self.vectors.len() as f64 =>
-            {
-                graph.search(&self.vectors, query, k, HNSW_EF_SEARCH, allowed)
+    ) -> Result<Vec<(u32, f32)>, IndexError> {
+        let graph = self
+            .graph
+            .as_ref()
+            .filter(|_| (allowed_count as f64) >= HNSW_MIN_ALLOWED_SHARE * self.len() as f64);
+        match (&self.rows, graph) {
+            (Rows::Full(v), Some(g)) => Ok(g.search(v, query, k, HNSW_EF_SEARCH, allowed)),
+            (Rows::Full(v), None) => Ok(exact_top_k(v, query, k, allowed)),
+            (Rows::Coded { codes, file }, graph) => {
+                if k == 0 {
+                    return Ok(Vec::new());
+                }
+                let pool = k.max(HNSW_EF_SEARCH);
+                let coded = codes.query(query);
+                let sim = |i: u32| codes.sim(i, &coded);
+                let candidates = match graph {
+                    Some(g) => g.nearest(sim, pool, HNSW_EF_SEARCH, allowed),
+                    None => top_k_by(codes.len(), pool, allowed, sim),
+                };
+                file.rescore(candidates, query, k)
             }
-            _ => exact_top_k(&self.vectors, query, k, allowed),
         }
     }
+}
+
+fn read_graph(dir: &Path, points: usize) -> Result<Graph, IndexError> {
+    let path = dir.join(GRAPH_FILE);
+    let file = path.display().to_string();
+    let bytes = std::fs::read(&path).map_err(|e| IndexError::Io {
+        path: file.clone(),
+        problem: e.to_string(),
+    })?;
+    let graph = Graph::from_bytes(&bytes, &file)?;
+    if graph.points() != points {
+        return Err(IndexError::Corrupt {
+            file,
+            problem: format!("a graph of {} points for {points} vectors", graph.points()),
+        });
+    }
+    Ok(graph)
 }
 
 #[cfg(test)]
@@ -549,10 +646,77 @@ mod tests {
             .collect();
         let approx: Vec<u32> = dense
             .search(&q, 10, &|_| true, 500)
+            .unwrap()
             .iter()
             .map(|x| x.0)
             .collect();
         let overlap = approx.iter().filter(|i| exact.contains(i)).count();
         assert!(overlap >= 9, "overlap {overlap}: {approx:?} vs {exact:?}");
+    }
+
+    /// `n` unit vectors of `dim` pseudo-random components (a fixed sequence).
+    fn spread(n: usize, dim: usize) -> Vectors {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut data = Vec::with_capacity(n * dim);
+        for _ in 0..n {
+            let row: Vec<f32> = (0..dim)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                })
+                .collect();
+            data.extend(unit(&row));
+        }
+        Vectors::new(dim, data)
+    }
+
+    #[test]
+    fn a_served_graph_walks_coded_rows_and_returns_the_exact_f32_similarities() {
+        let dir = tempfile::tempdir().unwrap();
+        let vectors = spread(3000, 48);
+        std::fs::write(dir.path().join("vectors.f32"), vectors.to_bytes()).unwrap();
+        build_hnsw(dir.path(), &vectors).unwrap();
+        let file = dir.path().join("vectors.f32");
+        let codes = Codes::read(&file, 48).unwrap();
+        let served = Dense::with_hnsw_coded(codes, &file, dir.path()).unwrap();
+        assert!(served.is_coded());
+        assert_eq!(served.len(), 3000);
+        assert_eq!(
+            served.heap_bytes(),
+            3000 * 48 + 3000 * 4 + served.graph().unwrap().heap_bytes()
+        );
+        assert_eq!(&*served.row(17).unwrap(), vectors.row(17));
+        let codes = Codes::of(&vectors);
+        let mut recall = 0;
+        for probe in 0..20 {
+            let q = vectors.row(probe * 97 + 5).to_vec();
+            let got = served.search(&q, 10, &|_| true, 3000).unwrap();
+            let exact = exact_top_k(&vectors, &q, 10, &|_| true);
+            // Every similarity returned is the f32 dot product, not the coded one.
+            for &(i, sim) in &got {
+                assert_eq!(sim, dot(vectors.row(i as usize), &q));
+            }
+            recall += got
+                .iter()
+                .filter(|h| exact.iter().any(|e| e.0 == h.0))
+                .count();
+            // The pair: the coded similarity alone is not the f32 one.
+            let coded = codes.query(&q);
+            assert!(got.iter().any(|&(i, sim)| codes.sim(i, &coded) != sim));
+            // A filtered query below the graph's share scans the coded rows and rescores:
+            // exactly the exact scan's answer here.
+            let few = |i: u32| i % 20 == 3;
+            assert_eq!(
+                served.search(&q, 10, &few, 150).unwrap(),
+                exact_top_k(&vectors, &q, 10, &few)
+            );
+        }
+        assert!(recall >= 196, "recall@10 over 20 probes: {recall} of 200");
+        assert!(served
+            .search(vectors.row(0), 0, &|_| true, 3000)
+            .unwrap()
+            .is_empty());
     }
 }

@@ -2,8 +2,12 @@
 //! column, with the text each side of the index sees. Ids are stable names:
 //! `column:<domain>.<table>.<column>` and `ontology:<key>=<value>`.
 
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::sync::Arc;
+
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::catalog::{Dataset, Tags};
 use crate::ontology::Ontology;
@@ -45,8 +49,10 @@ pub struct Document {
     pub key: Option<String>,
     pub value: Option<String>,
     pub description: Option<String>,
-    /// Column documents: effective tags as read when the snapshot was built.
-    pub lf_tags: Option<Tags>,
+    /// Column documents: effective tags as read when the snapshot was built. In a loaded
+    /// snapshot, columns with equal tags share one copy ([`sharing_tags`]).
+    #[serde(default, with = "shared_tags")]
+    pub lf_tags: Option<Arc<Tags>>,
     /// Text for the lexical index's name field (the identifier's words).
     pub name_text: String,
     /// Text for the lexical index's main field (name words and description).
@@ -76,6 +82,55 @@ pub struct Document {
     /// field too, so `birth date` meets `geburtsdatum` as it meets `birth_date`. Build-only.
     #[serde(skip_deserializing, skip_serializing_if = "Vec::is_empty")]
     pub name_expansion: Vec<String>,
+}
+
+thread_local! {
+    /// The tags parsed so far by the [`sharing_tags`] parse running on this thread.
+    static SEEN_TAGS: RefCell<Option<HashSet<Arc<Tags>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `parse` so that the documents it deserialises on this thread hold one shared copy of
+/// each distinct tag map. A catalog's columns carry few distinct combinations of five keys,
+/// and a map with its strings takes ~630 bytes (the heap profile of docs/perf/large-lake.md):
+/// at 1M columns most of a gigabyte held as a few thousand copies.
+pub fn sharing_tags<T>(parse: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SEEN_TAGS.with(|seen| seen.borrow_mut().take());
+        }
+    }
+    SEEN_TAGS.with(|seen| *seen.borrow_mut() = Some(HashSet::new()));
+    let _reset = Reset;
+    parse()
+}
+
+/// `lf_tags` as plain JSON tags; shared while [`sharing_tags`] runs.
+mod shared_tags {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(tags: &Option<Arc<Tags>>, s: S) -> Result<S::Ok, S::Error> {
+        tags.as_deref().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Arc<Tags>>, D::Error> {
+        let Some(tags) = Option::<Tags>::deserialize(d)? else {
+            return Ok(None);
+        };
+        Ok(Some(SEEN_TAGS.with(
+            |seen| match seen.borrow_mut().as_mut() {
+                None => Arc::new(tags),
+                Some(seen) => match seen.get(&tags) {
+                    Some(shared) => shared.clone(),
+                    None => {
+                        let shared = Arc::new(tags);
+                        seen.insert(shared.clone());
+                        shared
+                    }
+                },
+            },
+        )))
+    }
 }
 
 #[cfg(test)]
@@ -165,7 +220,7 @@ pub fn column_documents(dataset: &Dataset) -> Vec<Document> {
                 key: None,
                 value: None,
                 description: c.description.clone(),
-                lf_tags: Some(c.lf_tags.clone()),
+                lf_tags: Some(Arc::new(c.lf_tags.clone())),
                 name_text: name_words.clone(),
                 lexical_text: format!("{name_words} {description}"),
                 context_text: format!("{table_words} {domain} {}", table_about.unwrap_or_default()),
@@ -196,7 +251,42 @@ pub fn first_sentence(text: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::first_sentence;
+    use super::*;
+    use crate::catalog::{TagLevel, TagState};
+
+    #[test]
+    fn equal_tags_parsed_in_one_sharing_parse_are_one_copy_and_write_back_unchanged() {
+        let tagged = |id: &str, value: &str| {
+            let mut d = Document::bare(id, Kind::Column);
+            let tags: Tags = [(
+                "sensitivity".to_string(),
+                TagState::present(value, TagLevel::Column),
+            )]
+            .into_iter()
+            .collect();
+            d.lf_tags = Some(Arc::new(tags));
+            d
+        };
+        let docs = vec![
+            tagged("column:a.t.x", "pii"),
+            tagged("column:a.t.y", "pii"),
+            tagged("column:a.t.z", "public"),
+            Document::bare("ontology:k=v", Kind::OntologyValue),
+        ];
+        let json = serde_json::to_string(&docs).unwrap();
+        let shared: Vec<Document> = sharing_tags(|| serde_json::from_str(&json)).unwrap();
+        let tags = |d: &Document| d.lf_tags.clone().unwrap();
+        assert!(Arc::ptr_eq(&tags(&shared[0]), &tags(&shared[1])));
+        assert!(!Arc::ptr_eq(&tags(&shared[0]), &tags(&shared[2])));
+        assert_eq!(shared[3].lf_tags, None);
+        assert_eq!(serde_json::to_string(&shared).unwrap(), json);
+        // The pair: outside a sharing parse, each document has its own copy.
+        let own: Vec<Document> = serde_json::from_str(&json).unwrap();
+        assert!(!Arc::ptr_eq(&tags(&own[0]), &tags(&own[1])));
+        assert_eq!(own[0].lf_tags, shared[0].lf_tags);
+        // Nothing is kept for the next parse.
+        SEEN_TAGS.with(|seen| assert!(seen.borrow().is_none()));
+    }
 
     #[test]
     fn first_sentence_ends_at_a_full_stop_before_a_capital_not_at_an_abbreviation() {

@@ -1,6 +1,7 @@
 //! The snapshot on disk: its files and manifest, checksums, publishing (`CURRENT`, pruning
 //! old snapshots) and loading with every check (format, model, checksums).
 
+use super::codes::Codes;
 use super::*;
 
 /// The manifest's file name inside a snapshot directory.
@@ -272,10 +273,11 @@ fn read_documents(path: &Path, expected: usize) -> Result<Vec<Document>, IndexEr
     // believed for the reservation (the parse then counts for itself).
     let capacity = expected.min(bytes.len() / 16);
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let docs =
+    let docs = documents::sharing_tags(|| {
         serde::de::DeserializeSeed::deserialize(SizedList::<Document>::new(capacity), &mut de)
             .and_then(|docs| de.end().map(|()| docs))
-            .map_err(|e| corrupt(e.to_string()))?;
+    })
+    .map_err(|e| corrupt(e.to_string()))?;
     Ok(docs)
 }
 
@@ -315,17 +317,26 @@ impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for SizedList<T> {
     }
 }
 
+/// What a scoped thread returned; its panic goes on in this thread.
+fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 pub(super) fn load_checked(dir: &Path, manifest: Manifest) -> Result<Snapshot, IndexError> {
     // The checksums (every byte of the snapshot) are computed on a second thread while this one
-    // parses the documents: at 1M columns 2.5 GB hashed beside 0.9 GB of JSON parsed. A checksum
-    // that differs is reported before anything the parse found.
-    let (actual, docs) = std::thread::scope(|s| {
+    // parses the documents: at 1M columns 2.5 GB hashed beside 0.9 GB of JSON parsed; a graph's
+    // coded rows are read from the vectors on a third. A checksum that differs is reported
+    // before anything the parse found.
+    let vec_path = dir.join(VECTORS);
+    let dim = manifest.model.dimension;
+    let (actual, docs, codes) = std::thread::scope(|s| {
         let sums = s.spawn(|| checksums(dir));
+        let codes = (manifest.dense_backend == Backend::Hnsw)
+            .then(|| s.spawn(|| Codes::read(&vec_path, dim)));
         let docs = read_documents(&dir.join(DOCUMENTS), manifest.counts.documents);
-        let sums = sums
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (sums, docs)
+        (joined(sums), docs, codes.map(joined))
     });
     let actual = actual?;
     for (file, expected) in &manifest.files {
@@ -352,12 +363,15 @@ pub(super) fn load_checked(dir: &Path, manifest: Manifest) -> Result<Snapshot, I
         });
     }
     let docs = docs?;
-    let vec_path = dir.join(VECTORS);
-    let vectors = Vectors::map(&vec_path, manifest.model.dimension)?;
-    if vectors.len() != docs.len() {
+    let vectors = match codes {
+        Some(codes) => Err(codes?),
+        None => Ok(Vectors::map(&vec_path, dim)?),
+    };
+    let count = vectors.as_ref().map_or_else(Codes::len, Vectors::len);
+    if count != docs.len() {
         return Err(IndexError::Corrupt {
             file: vec_path.display().to_string(),
-            problem: format!("{} vectors for {} documents", vectors.len(), docs.len()),
+            problem: format!("{count} vectors for {} documents", docs.len()),
         });
     }
     let lexical = lexical::Lexical::open(&dir.join(TANTIVY))?;
@@ -371,9 +385,10 @@ pub(super) fn load_checked(dir: &Path, manifest: Manifest) -> Result<Snapshot, I
             ),
         });
     }
-    let dense = match manifest.dense_backend {
-        Backend::Exact => Dense::exact(vectors),
-        Backend::Hnsw => Dense::with_hnsw(vectors, dir)?,
+    // A graph walks coded rows; the exact scan reads the mapped vectors.
+    let dense = match vectors {
+        Ok(vectors) => Dense::exact(vectors),
+        Err(codes) => Dense::with_hnsw_coded(codes, &vec_path, dir)?,
     };
     let read_optional = |name: &str| -> Result<Option<String>, IndexError> {
         let path = dir.join(name);

@@ -257,13 +257,27 @@ impl Graph {
         ef: usize,
         allowed: &dyn Fn(u32) -> bool,
     ) -> Vec<(u32, f32)> {
-        if self.points == 0 || k == 0 || vectors.len() < self.points as usize {
+        if vectors.len() < self.points as usize {
             return Vec::new();
         }
-        let sim = |i: u32| dot(vectors.row(i as usize), query);
+        self.nearest(|i| dot(vectors.row(i as usize), query), k, ef, allowed)
+    }
+
+    /// [`Graph::search`] with any similarity of a point to the query (`sim`): the served
+    /// search walks with coded rows ([`super::codes::Codes`]) and scores the result again.
+    pub fn nearest(
+        &self,
+        sim: impl Fn(u32) -> f32,
+        k: usize,
+        ef: usize,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Vec<(u32, f32)> {
+        if self.points == 0 || k == 0 {
+            return Vec::new();
+        }
         let mut entry = Scored(sim(self.entry), self.entry);
         for layer in self.layers.iter().skip(1).rev() {
-            entry = greedy(|i| layer.neighbours(i), sim, entry);
+            entry = greedy(|i| layer.neighbours(i), &sim, entry);
         }
         let bottom = &self.layers[0];
         let mut visited = Visited::new(self.points as usize);
@@ -271,7 +285,7 @@ impl Graph {
         let ef = ef.max(k);
         beam(
             |i| bottom.neighbours(i),
-            sim,
+            &sim,
             &[entry],
             ef,
             &mut visited,

@@ -8,6 +8,7 @@
 //! This module never reads a catalog source at query time and never writes outside `index/`.
 
 mod build;
+pub mod codes;
 pub mod dense;
 pub mod documents;
 mod format;

@@ -264,7 +264,7 @@ fn entry(snapshot: &Snapshot, phrasings: &[&str], hit: &Hit) -> Entry {
         key: d.key.clone(),
         value: d.value.clone(),
         description: d.description.clone(),
-        lf_tags: d.lf_tags.clone(),
+        lf_tags: d.lf_tags.as_deref().cloned(),
         score: (hit.score * 1e6).round() / 1e6,
         match_type: hit.match_type,
         bm25_rank: hit.bm25_rank,
@@ -300,25 +300,24 @@ fn page_evidence(
     let vectors = embedder
         .embed_queries(&refs)
         .map_err(|e| ToolError::new("EmbedderUnavailable", format!("{e}; retry")))?;
-    Ok(hits
-        .iter()
+    hits.iter()
         .enumerate()
         .map(|(i, h)| {
-            let row = snapshot.dense.vectors.row(h.ord as usize);
+            let row = snapshot.dense.row(h.ord)?;
             let sims: Vec<f64> = vectors
                 .iter()
-                .map(|v| f64::from(crate::index::dense::dot(v, row)))
+                .map(|v| f64::from(crate::index::dense::dot(v, &row)))
                 .collect();
-            EntryEvidence {
+            Ok(EntryEvidence {
                 description_similarity: sims[0],
                 best_similarity: sims.iter().copied().fold(f64::MIN, f64::max),
                 phrasings_share: h.matched_by.len() as f64 / phrasings.len() as f64,
                 description_lexical: h.bm25_rank.is_some()
                     && h.matched_by.first().is_some_and(|m| m.phrasing == 0),
                 rank: offset + i + 1,
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Refuses an argument over its bound in [`crate::limits`] — before any snapshot or model is
