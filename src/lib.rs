@@ -34,7 +34,9 @@
 //!   Rooms: `index/build.rs` (collect → expand → embed → write → calibrate → publish),
 //!   `index/format.rs` (the files on disk, the manifest, publishing `CURRENT`, loading),
 //!   `index/graph.rs` (the served HNSW graph and its search) with `index/graph/patch.rs` (a
-//!   rebuild's graph patched from the published one), `index/slices.rs` (a first build's
+//!   rebuild's graph patched from the published one), `index/codes.rs` (what a served graph
+//!   walks: one-byte codes of the vectors in memory, the final candidates scored from the f32
+//!   rows read from the file), `index/slices.rs` (a first build's
 //!   embedding spread over machines: slice files, and the merge reading them),
 //!   `index/reuse.rs` (which documents and vector rows of a new snapshot an older one holds,
 //!   for the follower), `index/lexical.rs` (the tantivy index; a search can be split by
