@@ -130,7 +130,7 @@ impl Baseline {
                 .ok_or_else(|| failed("BM25 query", "a document without ordinal"))?;
             out.push((ord as u32, score));
         }
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.sort_by(crate::index::best_first);
         Ok(out)
     }
 

@@ -15,7 +15,7 @@ use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use super::dense::{Vectors, DOT_LANES};
+use super::dense::{floats_from_le, Vectors, DOT_LANES};
 use super::IndexError;
 
 /// Rows of signed bytes with one scale each: row i's vector is about `scale * codes`.
@@ -94,9 +94,7 @@ impl Codes {
             let block = &mut bytes[..take * dim * 4];
             file.read_exact(block).map_err(io)?;
             for chunk in block.chunks_exact(dim * 4) {
-                for (x, b) in row.iter_mut().zip(chunk.chunks_exact(4)) {
-                    *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                }
+                floats_from_le(chunk, &mut row);
                 codes.push(&row);
             }
             left -= take;
@@ -213,16 +211,19 @@ impl RowFile {
 
     /// Row `i`'s floats into `out` (`dim` long).
     pub fn read_row(&self, i: u32, out: &mut [f32]) -> Result<(), IndexError> {
-        let mut bytes = vec![0u8; self.dim * 4];
+        self.read_row_via(i, &mut vec![0u8; self.dim * 4], out)
+    }
+
+    /// [`RowFile::read_row`] through `bytes` (`dim * 4` long), which a caller reading many
+    /// rows allocates once.
+    fn read_row_via(&self, i: u32, bytes: &mut [u8], out: &mut [f32]) -> Result<(), IndexError> {
         self.file
-            .read_exact_at(&mut bytes, i as u64 * (self.dim * 4) as u64)
+            .read_exact_at(bytes, i as u64 * (self.dim * 4) as u64)
             .map_err(|e| IndexError::Io {
                 path: self.path.clone(),
                 problem: format!("reading vector row {i}: {e}"),
             })?;
-        for (x, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-            *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
+        floats_from_le(bytes, out);
         Ok(())
     }
 
@@ -235,12 +236,12 @@ impl RowFile {
         k: usize,
     ) -> Result<Vec<(u32, f32)>, IndexError> {
         candidates.sort_unstable_by_key(|c| c.0);
-        let mut row = vec![0f32; self.dim];
+        let (mut bytes, mut row) = (vec![0u8; self.dim * 4], vec![0f32; self.dim]);
         for c in &mut candidates {
-            self.read_row(c.0, &mut row)?;
+            self.read_row_via(c.0, &mut bytes, &mut row)?;
             c.1 = super::dense::dot(&row, query);
         }
-        candidates.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        candidates.sort_by(super::best_first);
         candidates.truncate(k);
         Ok(candidates)
     }
@@ -302,7 +303,7 @@ mod tests {
             .iter()
             .map(|&i| (i, dot(v.row(i as usize), &q)))
             .collect();
-        want.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        want.sort_by(crate::index::best_first);
         want.truncate(2);
         assert_eq!(rescored, want);
         assert_eq!(rescored[0].0, 2);

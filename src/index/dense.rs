@@ -126,10 +126,8 @@ impl Vectors {
 
     pub fn from_bytes(bytes: &[u8], dim: usize, file: &str) -> Result<Vectors, IndexError> {
         whole_vectors(bytes.len(), dim, file)?;
-        let data = bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let mut data = vec![0f32; bytes.len() / 4];
+        floats_from_le(bytes, &mut data);
         Ok(Vectors::new(dim, data))
     }
 
@@ -180,6 +178,13 @@ pub(super) fn whole_vectors(bytes: usize, dim: usize, file: &str) -> Result<(), 
 
 /// Partial sums kept by [`dot`].
 pub(super) const DOT_LANES: usize = 16;
+
+/// Decodes little-endian f32s (the snapshot's byte order) into `out`, one per 4 bytes.
+pub fn floats_from_le(bytes: &[u8], out: &mut [f32]) {
+    for (x, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+        *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    }
+}
 
 /// Dot product of two equally long vectors. A single running sum cannot be vectorised
 /// (float addition is not associative, so the compiler must keep the order); sixteen
@@ -238,12 +243,11 @@ fn top_k_by(
         .filter(|&i| allowed(i))
         .map(|i| (i, sim(i)))
         .collect();
-    let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if scored.len() > k {
-        scored.select_nth_unstable_by(k, cmp);
+        scored.select_nth_unstable_by(k, super::best_first);
         scored.truncate(k);
     }
-    scored.sort_by(cmp);
+    scored.sort_by(super::best_first);
     scored
 }
 

@@ -299,7 +299,7 @@ impl Graph {
             },
         );
         let mut out: Vec<(u32, f32)> = found.into_iter().map(|r| (r.0 .1, r.0 .0)).collect();
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.sort_by(super::best_first);
         out.truncate(k);
         out
     }

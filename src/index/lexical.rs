@@ -761,7 +761,7 @@ impl Prepared {
             })?;
             out.push((ord as u32, score));
         }
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.sort_by(crate::index::best_first);
         Ok(out)
     }
 }
@@ -827,7 +827,7 @@ mod tests {
                 (ords.first(addr.doc_id).expect("ord") as u32, score)
             })
             .collect();
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.sort_by(crate::index::best_first);
         out
     }
 

@@ -260,6 +260,12 @@ impl Progress for Quiet {
     fn finish(&self) {}
 }
 
+/// Best first, ties by ordinal: the one order every ranked list of the
+/// index comes in, so equal scores never reorder between runs or paths.
+pub fn best_first(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
 /// Kinds present in a document list (for checks).
 pub fn kinds_of(docs: &[Document]) -> Vec<Kind> {
     let mut k: Vec<Kind> = docs.iter().map(|d| d.kind).collect();

@@ -371,12 +371,8 @@ pub(super) fn fill_from_slices(
                 .and_then(|_| r.read_exact_hashed(&mut vector))
                 .map_err(|e| unusable(path, format!("cut short ({e})"), Some(header.slice)))?;
             if let Some(rows) = wanted.get(&key) {
-                let floats: Vec<f32> = vector
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    .collect();
                 for &i in rows {
-                    data[i * dim..(i + 1) * dim].copy_from_slice(&floats);
+                    super::dense::floats_from_le(&vector, &mut data[i * dim..(i + 1) * dim]);
                     filled[i] = true;
                 }
             }
