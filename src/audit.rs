@@ -18,6 +18,9 @@ use serde_json::{Map, Value};
 use crate::timestamp::format_rfc3339;
 use crate::tools::{Outcome, ToolError};
 
+mod mask;
+pub use mask::{mask, mask_text, Masked};
+
 /// Which transport a call came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -96,6 +99,11 @@ pub struct Who {
     pub subject: Option<String>,
     /// The token's `client_id` (or `azp`); `None` without a token.
     pub client_id: Option<String>,
+    /// The TCP peer (`ip:port`) of an HTTP request; `None` on stdio.
+    pub peer: Option<String>,
+    /// The client address a trusted proxy (`serve --trusted-proxy`) forwarded in
+    /// `X-Forwarded-For`; `None` when the peer is no trusted proxy or sent none.
+    pub forwarded_for: Option<String>,
 }
 
 /// What was called and what came of it: everything of an event but who, when, how and how
@@ -115,6 +123,10 @@ pub struct Call {
     pub error: Option<String>,
     pub result_count: Option<u64>,
     pub snapshot_id: Option<String>,
+    /// Why a request was refused, as its challenge told the client (`error_description`).
+    pub reason: Option<String>,
+    /// The refusal's bounded reason word (`expired`, `bad_signature`, ...), for the metric.
+    pub fault: Option<&'static str>,
 }
 
 /// The method of a tool call, on every transport.
@@ -140,6 +152,8 @@ impl Call {
             },
             result_count: result_count(outcome),
             snapshot_id: answered_snapshot(outcome).or_else(|| served_snapshot.map(String::from)),
+            reason: None,
+            fault: None,
         }
     }
 
@@ -153,6 +167,8 @@ impl Call {
             error: None,
             result_count: None,
             snapshot_id: None,
+            reason: None,
+            fault: None,
         }
     }
 
@@ -167,7 +183,16 @@ impl Call {
             error: Some(error_kind.to_string()),
             result_count: None,
             snapshot_id: None,
+            reason: None,
+            fault: None,
         }
+    }
+
+    /// The refusal's reason (the challenge's `error_description`) and its bounded word.
+    pub fn with_refusal(mut self, reason: String, fault: &'static str) -> Call {
+        self.reason = Some(reason);
+        self.fault = Some(fault);
+        self
     }
 
     pub fn with_error(mut self, kind: impl Into<String>) -> Call {
@@ -186,6 +211,15 @@ impl Call {
     }
 }
 
+/// Whether the data values in audited arguments are masked (the default) or kept as sent
+/// (`serve --audit-verbatim-arguments`, for a deployment whose log must hold them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ArgumentValues {
+    #[default]
+    Masked,
+    Verbatim,
+}
+
 /// One audit line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditEvent {
@@ -194,6 +228,12 @@ pub struct AuditEvent {
     /// The caller's `sub`; `null` when the request was refused before a caller was known.
     pub subject: Option<String>,
     pub client_id: Option<String>,
+    /// See [`Who::peer`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// See [`Who::forwarded_for`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forwarded_for: Option<String>,
     pub transport: Transport,
     /// See [`Call::method`].
     pub method: String,
@@ -204,9 +244,19 @@ pub struct AuditEvent {
     /// Paths of the keys removed from `arguments`, e.g. `["headers.Authorization"]`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub redacted: Vec<String>,
+    /// Strings of `arguments` whose data values became placeholders, with their kinds, e.g.
+    /// `["description: IBAN"]` (see [`mask`]); empty when the sink keeps values verbatim.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub masked: Vec<String>,
     pub outcome: AuditOutcome,
     /// The error kind for `error` and `challenge`.
     pub error: Option<String>,
+    /// See [`Call::reason`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// See [`Call::fault`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<&'static str>,
     pub result_count: Option<u64>,
     /// The snapshot the answer came from, else the one served when the call was made; `null`
     /// when none is loaded.
@@ -216,26 +266,37 @@ pub struct AuditEvent {
 }
 
 impl AuditEvent {
-    /// The event of one call; the arguments are redacted here.
+    /// The event of one call; the arguments are redacted here, and their data values masked
+    /// (see [`mask`]) unless the sink keeps them ([`ArgumentValues::Verbatim`]).
     pub fn new(
         time: SystemTime,
         who: &Who,
         transport: Transport,
         call: Call,
         latency: Duration,
+        values: ArgumentValues,
     ) -> AuditEvent {
         let (arguments, redacted) = redact(&call.arguments);
+        let (arguments, masked) = match values {
+            ArgumentValues::Masked => mask(&arguments),
+            ArgumentValues::Verbatim => (arguments, Vec::new()),
+        };
         AuditEvent {
             time: rfc3339_millis(time),
             subject: who.subject.clone(),
             client_id: who.client_id.clone(),
+            peer: who.peer.clone(),
+            forwarded_for: who.forwarded_for.clone(),
             transport,
             method: call.method,
             tool: call.tool,
             arguments,
             redacted,
+            masked,
             outcome: call.outcome,
             error: call.error,
+            reason: call.reason,
+            fault: call.fault,
             result_count: call.result_count,
             snapshot_id: call.snapshot_id,
             latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
@@ -353,6 +414,7 @@ pub struct AuditSink {
     writer: Mutex<Box<dyn Write + Send>>,
     failures: AtomicU64,
     written: AtomicU64,
+    values: ArgumentValues,
 }
 
 impl AuditSink {
@@ -390,7 +452,19 @@ impl AuditSink {
             writer: Mutex::new(writer),
             failures: AtomicU64::new(0),
             written: AtomicU64::new(0),
+            values: ArgumentValues::default(),
         }
+    }
+
+    /// Keeps or masks the data values of the arguments it records.
+    pub fn with_argument_values(mut self, values: ArgumentValues) -> AuditSink {
+        self.values = values;
+        self
+    }
+
+    /// Whether this sink's events mask data values.
+    pub fn argument_values(&self) -> ArgumentValues {
+        self.values
     }
 
     /// Writes one JSON line and flushes it. An error means the event is not on record.
@@ -529,6 +603,8 @@ mod tests {
         let who = Who {
             subject: Some("alice".into()),
             client_id: Some("ide".into()),
+            peer: Some("127.0.0.1:50000".into()),
+            forwarded_for: None,
         };
         let call = Call::tool(
             "get_dataset",
@@ -542,6 +618,7 @@ mod tests {
             Transport::Mcp,
             call,
             Duration::from_micros(2_700),
+            ArgumentValues::Masked,
         );
         sink.record(&event).expect("record");
         sink.record(&event).expect("record");
@@ -555,6 +632,7 @@ mod tests {
                 "time": "2026-11-30T00:53:20.123Z",
                 "subject": "alice",
                 "client_id": "ide",
+                "peer": "127.0.0.1:50000",
                 "transport": "mcp",
                 "method": "tools/call",
                 "tool": "get_dataset",
@@ -594,6 +672,7 @@ mod tests {
             Transport::Rest,
             Call::challenge(TOOLS_CALL, Some("get_dataset"), json!({}), "MissingToken"),
             Duration::from_millis(1),
+            ArgumentValues::Masked,
         );
         assert_eq!(
             serde_json::to_value(&event).expect("json"),
@@ -612,6 +691,33 @@ mod tests {
                 "latency_ms": 1,
             })
         );
+    }
+
+    #[test]
+    fn a_pasted_iban_is_masked_in_the_line_and_kept_only_when_the_sink_keeps_values() {
+        let args =
+            json!({"description": "Kontonummer DE89 3704 0044 0532 0130 00 Erika Mustermann"});
+        let call = Call::method(TOOLS_CALL, args.clone(), AuditOutcome::Ok);
+        let event = |values| {
+            AuditEvent::new(
+                SystemTime::UNIX_EPOCH + T0,
+                &Who::default(),
+                Transport::Rest,
+                call.clone(),
+                Duration::ZERO,
+                values,
+            )
+        };
+        let masked = event(ArgumentValues::Masked);
+        assert_eq!(
+            (masked.arguments, masked.masked),
+            (
+                json!({"description": "Kontonummer <IBAN> Erika Mustermann"}),
+                vec!["description: IBAN".to_string()]
+            )
+        );
+        let verbatim = event(ArgumentValues::Verbatim);
+        assert_eq!((verbatim.arguments, verbatim.masked), (args, vec![]));
     }
 
     #[test]
@@ -635,6 +741,7 @@ mod tests {
             Transport::Mcp,
             Call::challenge("POST /mcp", None, json!({}), "InvalidToken"),
             Duration::ZERO,
+            ArgumentValues::Masked,
         );
         match sink.record(&event) {
             Err(AuditError::Write { target, source }) => {

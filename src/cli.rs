@@ -101,7 +101,7 @@ pub enum Command {
     },
     /// Serve MCP (Streamable HTTP at /mcp), the REST API (/v1/tools), /healthz, /readyz and
     /// /metrics until SIGINT/SIGTERM.
-    Serve(crate::server::ServeArgs),
+    Serve(Box<crate::server::ServeArgs>),
     /// Serve MCP over stdio. The caller's scopes come from GOVCAT_SCOPES (space-separated
     /// catalog:<domain>:read); unset means every domain, set but empty means none.
     McpStdio(crate::server::StdioArgs),

@@ -29,3 +29,20 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 64;
 /// The `Retry-After` of a 429, in seconds.
 pub const RETRY_AFTER_SECS: u64 = 1;
+/// Default of `serve --header-read-timeout`: a request's headers must arrive within it, and a
+/// kept-alive connection waiting for its next request is closed after it (hyper runs the one
+/// timer for both). A slow sender holds a connection for at most this long, never a slot.
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 10;
+/// Default of `serve --body-read-timeout`: a request's whole body must arrive within it,
+/// counted from the end of its headers; a later body is answered 408 and its connection
+/// closed, which frees the slot it held (`--max-concurrent-requests`).
+pub const DEFAULT_BODY_READ_TIMEOUT_SECS: u64 = 10;
+/// Default of `serve --max-connections`: TCP connections served at once; one more is answered
+/// 503 with `Retry-After` and closed.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default of `serve --drain-seconds`: after SIGTERM `/readyz` answers 503 `draining` and
+/// requests are still served this long, so a load balancer deregisters the replica before
+/// its listener closes (set the balancer's deregistration delay below it).
+pub const DEFAULT_DRAIN_SECONDS: u64 = 15;
+/// How long shutdown waits for requests in flight once the drain is over.
+pub const SHUTDOWN_GRACE_SECS: u64 = 10;

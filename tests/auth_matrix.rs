@@ -230,9 +230,7 @@ async fn read_domains(
 }
 
 async fn serve(auth: Arc<Authenticator>) -> SocketAddr {
-    let metadata = auth
-        .config()
-        .metadata(&[Domain("fraud".into()), Domain("claims".into())]);
+    let metadata = auth.config().metadata();
     let app = Router::new()
         .route("/probe", get(probe))
         .route("/read", get(read_domains))
@@ -553,8 +551,8 @@ async fn probes_and_metadata_need_no_token_and_the_metadata_is_rfc_9728() {
         json!({
             "resource": AUDIENCE,
             "authorization_servers": [ISSUER],
-            "scopes_supported": ["catalog:claims:read", "catalog:fraud:read"],
             "bearer_methods_supported": ["header"],
+            "scope_pattern": "catalog:{domain}:read",
         })
     );
     assert_eq!(
@@ -779,6 +777,7 @@ async fn a_rotated_key_is_fetched_once_and_unknown_kids_do_not_hammer_the_issuer
     assert_eq!(
         err,
         Err(AuthError::InvalidToken {
+            reason: "unknown_kid",
             description: "no key with kid rsa-1 in the issuer's key set".into()
         })
     );
@@ -804,6 +803,7 @@ async fn unknown_kids_within_the_refetch_interval_are_refused_without_a_fetch() 
         assert_eq!(
             err,
             Err(AuthError::InvalidToken {
+                reason: "unknown_kid",
                 description: format!("no key with kid {kid} in the issuer's key set")
             })
         );

@@ -28,6 +28,7 @@ pub fn authorization_header(headers: &HeaderMap) -> Result<Option<&str>, AuthErr
     };
     if values.next().is_some() {
         return Err(AuthError::InvalidToken {
+            reason: "malformed",
             description: "the request has more than one Authorization header".into(),
         });
     }
@@ -35,6 +36,7 @@ pub fn authorization_header(headers: &HeaderMap) -> Result<Option<&str>, AuthErr
         .to_str()
         .map(Some)
         .map_err(|_| AuthError::InvalidToken {
+            reason: "malformed",
             description: "the Authorization header is not visible ASCII".into(),
         })
 }

@@ -93,8 +93,8 @@ impl AuthConfig {
     }
 
     /// This server's RFC 9728 metadata (see [`protected_resource_metadata`]).
-    pub fn metadata<'a>(&self, domains: impl IntoIterator<Item = &'a Domain>) -> Value {
-        protected_resource_metadata(&self.audience, &[self.issuer.as_str()], domains)
+    pub fn metadata(&self) -> Value {
+        protected_resource_metadata(&self.audience, &[self.issuer.as_str()])
     }
 }
 
@@ -128,15 +128,42 @@ pub enum AuthError {
     /// No bearer credentials at all (or another scheme): 401 without an error code.
     MissingToken,
     /// A bearer token that does not pass validation: 401 `invalid_token`.
-    InvalidToken { description: String },
+    InvalidToken {
+        reason: &'static str,
+        description: String,
+    },
     /// A valid caller asking for what its scopes do not cover: 403 `insufficient_scope`.
     InsufficientScope { required: Vec<String> },
 }
 
 impl AuthError {
-    fn invalid(description: impl Into<String>) -> AuthError {
+    fn invalid(reason: &'static str, description: impl Into<String>) -> AuthError {
         AuthError::InvalidToken {
+            reason,
             description: description.into(),
+        }
+    }
+
+    /// A bounded word for why a request was refused, for `govcat_auth_failures_total{reason}`
+    /// and the audit line: `missing_token`, `insufficient_scope`, or the token's fault
+    /// (`malformed`, `too_large`, `algorithm`, `unknown_kid`, `bad_signature`, `issuer`,
+    /// `audience`, `expired`, `not_yet_valid`, `claims`).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            AuthError::MissingToken => "missing_token",
+            AuthError::InvalidToken { reason, .. } => reason,
+            AuthError::InsufficientScope { .. } => "insufficient_scope",
+        }
+    }
+
+    /// What the challenge tells the client (its `error_description`), for the audit line.
+    pub fn description(&self) -> String {
+        match self {
+            AuthError::MissingToken => "no bearer token was sent".into(),
+            AuthError::InvalidToken { description, .. } => description.clone(),
+            AuthError::InsufficientScope { required } => {
+                format!("the token lacks the scope {}", required.join(" "))
+            }
         }
     }
 
@@ -161,7 +188,7 @@ impl AuthError {
         let rm = quotable(resource_metadata_url);
         match self {
             AuthError::MissingToken => format!("Bearer resource_metadata=\"{rm}\""),
-            AuthError::InvalidToken { description } => format!(
+            AuthError::InvalidToken { description, .. } => format!(
                 "Bearer error=\"invalid_token\", error_description=\"{}\", resource_metadata=\"{rm}\"",
                 quotable(description)
             ),
@@ -179,7 +206,7 @@ impl AuthError {
                 "error": self.kind(),
                 "message": format!("this endpoint needs a bearer token (Authorization: Bearer <token>); the protected-resource metadata at {resource_metadata_url} names the authorization server to get one from"),
             }),
-            AuthError::InvalidToken { description } => json!({
+            AuthError::InvalidToken { description, .. } => json!({
                 "error": self.kind(),
                 "message": format!("the bearer token was refused: {description}; get a new access token for this resource from the authorization server named at {resource_metadata_url}"),
             }),
@@ -239,7 +266,9 @@ impl std::fmt::Display for AuthError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AuthError::MissingToken => f.write_str("no bearer token"),
-            AuthError::InvalidToken { description } => write!(f, "invalid token: {description}"),
+            AuthError::InvalidToken { description, .. } => {
+                write!(f, "invalid token: {description}")
+            }
             AuthError::InsufficientScope { required } => {
                 write!(f, "insufficient scope: needs {}", required.join(" "))
             }
@@ -278,20 +307,21 @@ fn quotable(text: &str) -> String {
         .collect()
 }
 
+/// The form of every scope govcat checks, as the protected-resource metadata names it.
+pub const SCOPE_PATTERN: &str = "catalog:{domain}:read";
+
 /// RFC 9728 protected-resource metadata: `resource`, `authorization_servers`,
-/// `scopes_supported` (one `catalog:<domain>:read` per domain, sorted) and
-/// `bearer_methods_supported: ["header"]` (tokens in query strings or bodies are not read).
-pub fn protected_resource_metadata<'a>(
-    resource: &str,
-    authorization_servers: &[&str],
-    domains: impl IntoIterator<Item = &'a Domain>,
-) -> Value {
-    let scopes: BTreeSet<String> = domains.into_iter().map(Caller::scope_for).collect();
+/// `bearer_methods_supported: ["header"]` (tokens in query strings or bodies are not read) and
+/// `scope_pattern` ([`SCOPE_PATTERN`]). `scopes_supported` is left out (RFC 9728 makes it
+/// optional): one scope per domain would hand every unauthenticated caller the list of the
+/// company's domains. A client learns the exact scope it needs from the 403
+/// `insufficient_scope` challenge and steps up.
+pub fn protected_resource_metadata(resource: &str, authorization_servers: &[&str]) -> Value {
     json!({
         "resource": resource,
         "authorization_servers": authorization_servers,
-        "scopes_supported": scopes,
         "bearer_methods_supported": ["header"],
+        "scope_pattern": SCOPE_PATTERN,
     })
 }
 
@@ -464,37 +494,48 @@ impl Authenticator {
             Some("RS256") => Algorithm::RS256,
             Some("ES256") => Algorithm::ES256,
             Some(other) => {
-                return Err(AuthError::invalid(format!(
+                return Err(AuthError::invalid("algorithm", format!(
                     "algorithm {other} is not accepted; tokens must be signed with {ACCEPTED_ALGORITHMS}"
                 )))
             }
-            None => return Err(AuthError::invalid("the token header has no alg")),
+            None => return Err(AuthError::invalid("malformed", "the token header has no alg")),
         };
         if header.get("crit").is_some() {
             return Err(AuthError::invalid(
+                "malformed",
                 "the token header has a crit parameter, which this server does not support",
             ));
         }
         let kid = header.get("kid").and_then(Value::as_str).ok_or_else(|| {
-            AuthError::invalid("the token header has no kid; keys are selected by kid")
+            AuthError::invalid(
+                "malformed",
+                "the token header has no kid; keys are selected by kid",
+            )
         })?;
         let key = self.key_for(kid).await.ok_or_else(|| {
-            AuthError::invalid(format!("no key with kid {kid} in the issuer's key set"))
+            AuthError::invalid(
+                "unknown_kid",
+                format!("no key with kid {kid} in the issuer's key set"),
+            )
         })?;
         if key.alg != alg {
-            return Err(AuthError::invalid(format!(
-                "the token says {} but key {kid} is an {} key",
-                alg_name(alg),
-                alg_name(key.alg)
-            )));
+            return Err(AuthError::invalid(
+                "algorithm",
+                format!(
+                    "the token says {} but key {kid} is an {} key",
+                    alg_name(alg),
+                    alg_name(key.alg)
+                ),
+            ));
         }
         let verified =
             jsonwebtoken::crypto::verify(signature, signed.as_bytes(), &key.key, key.alg)
                 .unwrap_or(false);
         if !verified {
-            return Err(AuthError::invalid(format!(
-                "the signature does not verify with key {kid}"
-            )));
+            return Err(AuthError::invalid(
+                "bad_signature",
+                format!("the signature does not verify with key {kid}"),
+            ));
         }
         let claims = decode_json_segment(payload_b64, "payload")?;
         self.check_claims(&claims)
@@ -505,29 +546,33 @@ impl Authenticator {
         match claims.get("iss").and_then(Value::as_str) {
             Some(iss) if iss == cfg.issuer => {}
             Some(iss) => {
-                return Err(AuthError::invalid(format!(
-                    "issuer {iss} is not the trusted issuer {}",
-                    cfg.issuer
-                )))
+                return Err(AuthError::invalid(
+                    "issuer",
+                    format!("issuer {iss} is not the trusted issuer {}", cfg.issuer),
+                ))
             }
-            None => return Err(AuthError::invalid("the token has no iss claim")),
+            None => return Err(AuthError::invalid("issuer", "the token has no iss claim")),
         }
         let audiences: Vec<&str> = match claims.get("aud") {
             Some(Value::String(a)) => vec![a.as_str()],
             Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
             Some(_) => {
                 return Err(AuthError::invalid(
+                    "audience",
                     "the aud claim is neither a string nor an array of strings",
                 ))
             }
-            None => return Err(AuthError::invalid("the token has no aud claim")),
+            None => return Err(AuthError::invalid("audience", "the token has no aud claim")),
         };
         if !audiences.contains(&cfg.audience.as_str()) {
-            return Err(AuthError::invalid(format!(
-                "audience {} does not include this resource {}",
-                audiences.join(" "),
-                cfg.audience
-            )));
+            return Err(AuthError::invalid(
+                "audience",
+                format!(
+                    "audience {} does not include this resource {}",
+                    audiences.join(" "),
+                    cfg.audience
+                ),
+            ));
         }
         let now = (cfg.clock)()
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -535,28 +580,34 @@ impl Authenticator {
             .unwrap_or(0.0);
         let leeway = cfg.leeway_secs as f64;
         let exp = numeric_date(claims, "exp")?
-            .ok_or_else(|| AuthError::invalid("the token has no exp claim"))?;
+            .ok_or_else(|| AuthError::invalid("claims", "the token has no exp claim"))?;
         if now > exp + leeway {
-            return Err(AuthError::invalid(format!(
-                "the token expired at {} (now {}, leeway {} s)",
-                rfc3339(exp),
-                rfc3339(now),
-                cfg.leeway_secs
-            )));
+            return Err(AuthError::invalid(
+                "expired",
+                format!(
+                    "the token expired at {} (now {}, leeway {} s)",
+                    rfc3339(exp),
+                    rfc3339(now),
+                    cfg.leeway_secs
+                ),
+            ));
         }
         if let Some(nbf) = numeric_date(claims, "nbf")? {
             if now + leeway < nbf {
-                return Err(AuthError::invalid(format!(
-                    "the token is not valid before {} (now {}, leeway {} s)",
-                    rfc3339(nbf),
-                    rfc3339(now),
-                    cfg.leeway_secs
-                )));
+                return Err(AuthError::invalid(
+                    "not_yet_valid",
+                    format!(
+                        "the token is not valid before {} (now {}, leeway {} s)",
+                        rfc3339(nbf),
+                        rfc3339(now),
+                        cfg.leeway_secs
+                    ),
+                ));
             }
         }
         let subject = match claims.get("sub").and_then(Value::as_str) {
             Some(sub) if !sub.is_empty() => sub.to_string(),
-            _ => return Err(AuthError::invalid("the token has no sub claim")),
+            _ => return Err(AuthError::invalid("claims", "the token has no sub claim")),
         };
         let scopes = scopes_of(claims)?;
         let client_id = ["client_id", "azp"]
@@ -609,7 +660,10 @@ impl Authenticator {
 }
 
 fn malformed() -> AuthError {
-    AuthError::invalid("the token is not a JWS compact serialization (three base64url segments)")
+    AuthError::invalid(
+        "malformed",
+        "the token is not a JWS compact serialization (three base64url segments)",
+    )
 }
 
 fn alg_name(alg: Algorithm) -> &'static str {
@@ -630,12 +684,16 @@ fn bearer_token(authorization_header: Option<&str>) -> Result<&str, AuthError> {
     }
     let token = rest.trim();
     if token.is_empty() {
-        return Err(AuthError::invalid("the Bearer credentials are empty"));
+        return Err(AuthError::invalid(
+            "malformed",
+            "the Bearer credentials are empty",
+        ));
     }
     if token.len() > MAX_TOKEN_BYTES {
-        return Err(AuthError::invalid(format!(
-            "the token is longer than {MAX_TOKEN_BYTES} bytes"
-        )));
+        return Err(AuthError::invalid(
+            "too_large",
+            format!("the token is longer than {MAX_TOKEN_BYTES} bytes"),
+        ));
     }
     Ok(token)
 }
@@ -643,12 +701,15 @@ fn bearer_token(authorization_header: Option<&str>) -> Result<&str, AuthError> {
 fn decode_json_segment(segment: &str, name: &str) -> Result<Map<String, Value>, AuthError> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(segment)
-        .map_err(|_| AuthError::invalid(format!("the token {name} is not base64url")))?;
+        .map_err(|_| {
+            AuthError::invalid("malformed", format!("the token {name} is not base64url"))
+        })?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(map)) => Ok(map),
-        _ => Err(AuthError::invalid(format!(
-            "the token {name} is not a JSON object"
-        ))),
+        _ => Err(AuthError::invalid(
+            "malformed",
+            format!("the token {name} is not a JSON object"),
+        )),
     }
 }
 
@@ -656,7 +717,10 @@ fn numeric_date(claims: &Map<String, Value>, name: &str) -> Result<Option<f64>, 
     match claims.get(name) {
         None => Ok(None),
         Some(v) => v.as_f64().map(Some).ok_or_else(|| {
-            AuthError::invalid(format!("the {name} claim is not a number of seconds"))
+            AuthError::invalid(
+                "claims",
+                format!("the {name} claim is not a number of seconds"),
+            )
         }),
     }
 }
@@ -679,6 +743,7 @@ fn scopes_of(claims: &Map<String, Value>) -> Result<BTreeSet<String>, AuthError>
         Some(Value::String(s)) => scopes.extend(s.split_whitespace().map(String::from)),
         Some(_) => {
             return Err(AuthError::invalid(
+                "claims",
                 "the scope claim is not a space-separated string",
             ))
         }
@@ -689,13 +754,14 @@ fn scopes_of(claims: &Map<String, Value>) -> Result<BTreeSet<String>, AuthError>
         Some(Value::Array(list)) => {
             for item in list {
                 let s = item.as_str().ok_or_else(|| {
-                    AuthError::invalid("the scp claim holds something other than strings")
+                    AuthError::invalid("claims", "the scp claim holds something other than strings")
                 })?;
                 scopes.extend(s.split_whitespace().map(String::from));
             }
         }
         Some(_) => {
             return Err(AuthError::invalid(
+                "claims",
                 "the scp claim is neither a string nor an array of strings",
             ))
         }
@@ -754,6 +820,7 @@ mod tests {
         assert_eq!(
             scopes_of(&claims),
             Err(AuthError::invalid(
+                "claims",
                 "the scope claim is not a space-separated string"
             ))
         );
@@ -770,13 +837,16 @@ mod tests {
         assert_eq!(bearer_token(None), Err(AuthError::MissingToken));
         assert_eq!(
             bearer_token(Some("Bearer")),
-            Err(AuthError::invalid("the Bearer credentials are empty"))
+            Err(AuthError::invalid(
+                "malformed",
+                "the Bearer credentials are empty"
+            ))
         );
     }
 
     #[test]
     fn challenge_text_cannot_break_out_of_its_quotes() {
-        let e = AuthError::invalid("issuer \"x\"\r\nSet-Cookie: a\\b é");
+        let e = AuthError::invalid("malformed", "issuer \"x\"\r\nSet-Cookie: a\\b é");
         assert_eq!(
             e.www_authenticate("https://h/.well-known/oauth-protected-resource"),
             "Bearer error=\"invalid_token\", error_description=\"issuer 'x'??Set-Cookie: a'b ?\", resource_metadata=\"https://h/.well-known/oauth-protected-resource\""
@@ -800,15 +870,14 @@ mod tests {
     }
 
     #[test]
-    fn metadata_lists_one_read_scope_per_domain() {
-        let domains = [Domain("fraud".into()), Domain("claims".into())];
+    fn metadata_names_the_scope_pattern_and_no_domain() {
         assert_eq!(
-            protected_resource_metadata("https://g/mcp", &["https://idp"], &domains),
+            protected_resource_metadata("https://g/mcp", &["https://idp"]),
             json!({
                 "resource": "https://g/mcp",
                 "authorization_servers": ["https://idp"],
-                "scopes_supported": ["catalog:claims:read", "catalog:fraud:read"],
                 "bearer_methods_supported": ["header"],
+                "scope_pattern": "catalog:{domain}:read",
             })
         );
     }

@@ -13,6 +13,15 @@ pub enum AuthMode {
     Jwt,
 }
 
+/// How the operational log (stderr; `GOVCAT_LOG` sets its filter, default `info`) is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One readable line per event.
+    Text,
+    /// One JSON object per line (for CloudWatch, Loki and the like).
+    Json,
+}
+
 /// `govcat serve` options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
@@ -92,6 +101,45 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = crate::sync::DEFAULT_FOLLOW_INTERVAL_SECONDS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub follow_interval: u64,
+    /// A request's headers must arrive within this (e.g. 10s); a connection kept alive and
+    /// waiting for its next request is closed after it too. A slow sender holds a
+    /// connection, never a slot of --max-concurrent-requests.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// A request's whole body must arrive within this, counted from its headers (e.g. 10s);
+    /// a later one is answered 408 and its connection closed, which frees its slot.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub body_read_timeout: Duration,
+    /// TCP connections served at once; one more is answered 503 with Retry-After and closed.
+    #[arg(long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONNECTIONS,
+          value_parser = parse_max_concurrent)]
+    pub max_connections: usize,
+    /// After SIGTERM/SIGINT, /readyz answers 503 "draining" at once while requests are still
+    /// served for this many seconds (so a load balancer deregisters the replica: set its
+    /// deregistration delay below this); then the listener closes and requests in flight get
+    /// 10 more seconds to finish. 0 stops at once.
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::limits::DEFAULT_DRAIN_SECONDS)]
+    pub drain_seconds: u64,
+    /// `--auth jwt`: show /readyz's details (snapshot ids, catalog and store locations, last
+    /// errors) to callers without a token too. Without it they see only `ready` and `status`;
+    /// a valid bearer token sees the details. (--auth none always shows them: it serves
+    /// loopback only.)
+    #[arg(long)]
+    pub public_probe_details: bool,
+    /// A proxy (IP or CIDR, e.g. 10.0.0.0/8 for the load balancer's subnets) whose
+    /// X-Forwarded-For is believed: the audit line then names the client it forwarded
+    /// (`forwarded_for`) beside the TCP peer. Repeatable; without it the header is ignored.
+    #[arg(long = "trusted-proxy", value_name = "CIDR")]
+    pub trusted_proxies: Vec<String>,
+    /// Keep data values in audited arguments as sent. By default IBANs, card numbers (Luhn),
+    /// e-mail addresses, international phone numbers and national identifiers in them become
+    /// placeholders such as <IBAN> in the audit line (the tool still receives them).
+    #[arg(long)]
+    pub audit_verbatim_arguments: bool,
+    /// The operational log's format on stderr (the audit log is always JSON lines);
+    /// `GOVCAT_LOG` sets its filter, e.g. `info` (default) or `govcat=debug`.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// S3 endpoint for --follow (an S3-compatible store or an emulator); requests then use
     /// path-style addressing. Credentials and region come from the default AWS chain.
     #[arg(long, value_name = "URL", env = "AWS_ENDPOINT_URL")]
@@ -99,6 +147,17 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The connection bounds these flags set.
+    pub fn conn_limits(&self) -> conn::ConnLimits {
+        conn::ConnLimits {
+            header_read_timeout: self.header_read_timeout,
+            body_read_timeout: self.body_read_timeout,
+            max_connections: self.max_connections,
+            drain: Duration::from_secs(self.drain_seconds),
+            ..conn::ConnLimits::default()
+        }
+    }
+
     /// Why these flags cannot be served together, if they cannot.
     pub fn conflict(&self) -> Option<String> {
         let other = if self.watch {
@@ -145,7 +204,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         }
     };
     if secs == 0 {
-        return Err("the refresh cadence must be longer than 0s".into());
+        return Err(format!(
+            "'{s}' is no time at all; give a duration longer than 0s, e.g. 10s"
+        ));
     }
     Ok(Duration::from_secs(secs))
 }
@@ -168,4 +229,10 @@ pub struct StdioArgs {
     /// default stderr (stdout carries the protocol).
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
+    /// Keep data values in audited arguments as sent (see `govcat serve --help`).
+    #[arg(long)]
+    pub audit_verbatim_arguments: bool,
+    /// The operational log's format on stderr; `GOVCAT_LOG` sets its filter.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }

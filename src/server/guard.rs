@@ -78,14 +78,18 @@ pub async fn authorise(
     }
     let time = SystemTime::now();
     let started = Instant::now();
+    // Nobody is known yet: the line names only where the request came from.
+    let mut who = crate::audit::Who::default();
+    super::conn::Peer::note(request.extensions(), &mut who);
     match auth::admit(&authenticator, &mut request).await {
         Ok(()) => next.run(request).await,
         Err(refusal) => {
             let path = request.uri().path();
-            tracing::debug!(path, refusal = %refusal, "request refused");
             let (method, tool) = unread_call(request.method(), path);
-            let call = Call::challenge(&method, tool.as_deref(), json!({}), refusal.kind());
-            match state.audit(time, &Default::default(), transport_of(path), call, started) {
+            let call = Call::challenge(&method, tool.as_deref(), json!({}), refusal.kind())
+                .with_refusal(refusal.description(), refusal.reason());
+            tracing::info!(path, peer = ?who.peer, reason = refusal.reason(), "request refused: {}", refusal.description());
+            match state.audit(time, &who, transport_of(path), call, started) {
                 Ok(()) => authenticator.challenge(&refusal),
                 Err(e) => audit_unavailable(&e),
             }
@@ -286,6 +290,88 @@ pub fn jsonrpc_requests(body: &[u8]) -> Vec<RpcRequest> {
     }
 }
 
+/// A POST body refused before rmcp sees it, answered as JSON-RPC says: HTTP 400 with the
+/// error object (`id` as sent, or null when it cannot be read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvelopeRefusal {
+    pub id: Value,
+    pub code: i64,
+    /// The audit line's error kind.
+    pub kind: &'static str,
+    pub message: String,
+}
+
+impl IntoResponse for EnvelopeRefusal {
+    fn into_response(self) -> Response {
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": self.id,
+            "error": {"code": self.code, "message": self.message, "data": {"error": self.kind}},
+        });
+        (StatusCode::BAD_REQUEST, Json(body)).into_response()
+    }
+}
+
+/// What in a POST body is not one JSON-RPC message MCP accepts: not JSON (-32700), a batch or
+/// not an object (-32600), a `tools/call` whose `arguments` is not an object (-32602).
+pub fn envelope_refusal(body: &[u8]) -> Option<EnvelopeRefusal> {
+    let refusal = |id: Value, code, kind, message: String| EnvelopeRefusal {
+        id,
+        code,
+        kind,
+        message,
+    };
+    let message = match serde_json::from_slice::<Value>(body) {
+        Err(e) => {
+            return Some(refusal(
+                Value::Null,
+                -32700,
+                "ParseError",
+                format!("the body is not JSON ({e}); send one JSON-RPC 2.0 message as a JSON object"),
+            ))
+        }
+        Ok(Value::Array(_)) => {
+            return Some(refusal(
+                Value::Null,
+                -32600,
+                "InvalidRequest",
+                "a JSON array (a JSON-RPC batch) is not accepted: MCP sends one message per POST since protocol 2025-06-18; send each message in a POST of its own".into(),
+            ))
+        }
+        Ok(Value::Object(m)) => m,
+        Ok(other) => {
+            return Some(refusal(
+                Value::Null,
+                -32600,
+                "InvalidRequest",
+                format!("the body is a JSON {}, not a JSON-RPC message; send one JSON object with jsonrpc, id, method and params", json_type(&other)),
+            ))
+        }
+    };
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    let is_call = message.get("method").and_then(Value::as_str) == Some(TOOLS_CALL);
+    match message.get("params").and_then(|p| p.get("arguments")) {
+        Some(args) if is_call && !args.is_object() => Some(refusal(
+            id,
+            -32602,
+            "InvalidParams",
+            format!("params.arguments of tools/call is a JSON {}; send the tool's arguments as a JSON object keyed by name, as its inputSchema in tools/list says", json_type(args)),
+        )),
+        _ => None,
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// The scopes `caller` lacks for `domains`, each once, in order of first mention.
 pub fn missing_scopes(caller: &Caller, domains: &[Domain]) -> Vec<String> {
     let mut missing: Vec<String> = Vec::new();
@@ -378,6 +464,15 @@ pub async fn mcp_gate(
         Ok(b) => b,
         Err(e) => {
             let inner = e.into_inner();
+            if super::conn::is_body_timeout(inner.as_ref()) {
+                let call = Call::method("POST /mcp", json!({}), AuditOutcome::Error)
+                    .with_error(super::conn::BODY_TIMEOUT);
+                if let Err(e) = state.audit(time, &who, Transport::Mcp, call, started) {
+                    return audit_unavailable(&e);
+                }
+                let limit = state.conn_limits.body_read_timeout;
+                return super::conn::body_timeout_response(limit, "POST /mcp");
+            }
             let error = if is_length_limit(inner.as_ref()) {
                 request_too_large("one JSON-RPC message")
             } else {
@@ -398,6 +493,14 @@ pub async fn mcp_gate(
             return (status, Json(error.to_json())).into_response();
         }
     };
+    if let Some(refusal) = envelope_refusal(&bytes) {
+        let call =
+            Call::method("POST /mcp", json!({}), AuditOutcome::Error).with_error(refusal.kind);
+        if let Err(e) = state.audit(time, &who, Transport::Mcp, call, started) {
+            return audit_unavailable(&e);
+        }
+        return refusal.into_response();
+    }
     let requests = jsonrpc_requests(&bytes);
     let Some(first) = requests.first().cloned() else {
         // A notification, a response or a body rmcp will refuse: not a call.
@@ -411,7 +514,11 @@ pub async fn mcp_gate(
         if missing.is_empty() {
             continue;
         }
-        let call = Call::challenge(&r.method, r.tool(), r.arguments(), "InsufficientScope");
+        let call = Call::challenge(&r.method, r.tool(), r.arguments(), "InsufficientScope")
+            .with_refusal(
+                format!("the token lacks the scope {}", missing.join(" ")),
+                "insufficient_scope",
+            );
         if let Err(e) = state.audit(time, &who, Transport::Mcp, call, started) {
             return audit_unavailable(&e);
         }
@@ -585,6 +692,41 @@ mod tests {
         assert_eq!(
             (refused.outcome, refused.error.as_deref()),
             (AuditOutcome::Error, Some("HTTP 404"))
+        );
+    }
+
+    #[test]
+    fn bodies_that_are_no_single_message_are_refused_as_json_rpc_says() {
+        let code = |body: &str| envelope_refusal(body.as_bytes()).map(|r| (r.id, r.code));
+        assert_eq!(
+            code("{\"jsonrpc\": \"2.0\", \"id\": 1,"),
+            Some((Value::Null, -32700))
+        );
+        assert_eq!(
+            code(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
+            Some((Value::Null, -32600))
+        );
+        assert_eq!(code("42"), Some((Value::Null, -32600)));
+        assert_eq!(
+            code(
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"list_domains","arguments":["a"]}}"#
+            ),
+            Some((json!(7), -32602))
+        );
+        // Well-formed messages, notifications and other methods' params pass to rmcp.
+        assert_eq!(
+            code(
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"list_domains","arguments":{}}}"#
+            ),
+            None
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            None
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            None
         );
     }
 

@@ -144,7 +144,7 @@ impl GovcatMcp {
             None => (
                 Who {
                     subject: Some(self.state.fallback_caller.subject.clone()),
-                    client_id: None,
+                    ..Who::default()
                 },
                 Transport::Stdio,
             ),

@@ -75,6 +75,8 @@ struct Inner {
     tool_calls: BTreeMap<(&'static str, String, CallOutcome, String), u64>,
     /// (transport, tool) -> latency.
     tool_latency: BTreeMap<(&'static str, String), Histogram>,
+    /// reason (a bounded word, see `AuthError::reason`) -> refused requests.
+    auth_failures: BTreeMap<&'static str, u64>,
 }
 
 /// The process-wide metrics registry of one server.
@@ -177,6 +179,11 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
+    /// Records one request refused with a 401/403 challenge, by its bounded reason.
+    pub fn record_auth_failure(&self, reason: &'static str) {
+        *self.lock().auth_failures.entry(reason).or_default() += 1;
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves counters that are still valid numbers.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
@@ -224,6 +231,11 @@ impl Metrics {
                 "govcat_tool_call_duration_seconds",
                 &format!("transport=\"{transport}\",tool=\"{}\"", escape(tool)),
             );
+        }
+        out += "# HELP govcat_auth_failures_total Requests refused with a 401/403 challenge, by reason (missing_token, insufficient_scope, or the token's fault: malformed, too_large, algorithm, unknown_kid, bad_signature, issuer, audience, expired, not_yet_valid, claims).\n";
+        out += "# TYPE govcat_auth_failures_total counter\n";
+        for (reason, n) in &m.auth_failures {
+            let _ = writeln!(out, "govcat_auth_failures_total{{reason=\"{reason}\"}} {n}");
         }
         out += "# HELP govcat_uptime_seconds Seconds since the server started serving.\n";
         out += "# TYPE govcat_uptime_seconds gauge\n";

@@ -18,6 +18,8 @@
 //! call, the entry points) uses them all, and they use it.
 //! - [`args`]: the options of `govcat serve` and `govcat mcp-stdio`, with their value parsers.
 //! - [`hosts`]: the Hosts and Origins the HTTP server answers, and where it may listen.
+//! - [`conn`]: the accept loop — read timeouts of headers and bodies, the connection cap, the
+//!   drain and grace of a shutdown.
 //! - [`common`]: what the HTTP transports share — the HTTP status of an error kind, the error
 //!   response with its challenge, the body-size refusal, the tool list's `ttlMs`.
 //! - [`metrics`]: the Prometheus counters and gauges and their text rendering.
@@ -34,6 +36,7 @@
 
 mod args;
 pub mod common;
+pub mod conn;
 pub mod guard;
 mod hosts;
 pub mod mcp;
@@ -70,8 +73,6 @@ use metrics::{
 
 /// Environment variable holding the stdio caller's scopes.
 pub const SCOPES_ENV: &str = "GOVCAT_SCOPES";
-/// How long shutdown waits for in-flight requests after SIGINT/SIGTERM before giving up.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +141,14 @@ pub struct AppState {
     pub sessions: Arc<sessions::Sessions>,
     /// `--follow`: the follower whose status `/readyz` and `/metrics` show.
     pub follow: Option<Arc<Follow>>,
+    /// Read timeouts, connection cap, drain and grace (`serve` flags).
+    pub conn_limits: conn::ConnLimits,
+    /// Set on SIGTERM/SIGINT: `/readyz` answers 503 `draining` from then on.
+    pub draining: std::sync::atomic::AtomicBool,
+    /// `--public-probe-details`: `/readyz` shows its details to callers without a token.
+    pub public_probe_details: bool,
+    /// `--trusted-proxy`: whose `X-Forwarded-For` the audit line believes.
+    pub trusted_proxies: conn::TrustedProxies,
 }
 
 impl AppState {
@@ -162,6 +171,10 @@ impl AppState {
             in_flight: guard::InFlight::new(crate::limits::DEFAULT_MAX_CONCURRENT_REQUESTS),
             sessions: Arc::new(sessions::Sessions::new(sessions::SessionLimits::default())),
             follow: None,
+            conn_limits: conn::ConnLimits::default(),
+            draining: std::sync::atomic::AtomicBool::new(false),
+            public_probe_details: false,
+            trusted_proxies: conn::TrustedProxies::default(),
         }
     }
 
@@ -177,18 +190,11 @@ impl AppState {
         self
     }
 
-    /// Turns on token validation; the metadata lists one read scope per catalog domain.
-    pub fn with_auth(mut self, authenticator: Arc<Authenticator>) -> Result<AppState, ToolError> {
-        let domains: Vec<crate::catalog::Domain> = self
-            .context()
-            .source
-            .list_domains(&Caller::local())?
-            .into_iter()
-            .map(|d| d.name)
-            .collect();
-        self.resource_metadata = Some(authenticator.config().metadata(&domains));
+    /// Turns on token validation and the RFC 9728 metadata.
+    pub fn with_auth(mut self, authenticator: Arc<Authenticator>) -> AppState {
+        self.resource_metadata = Some(authenticator.config().metadata());
         self.auth = Some(authenticator);
-        Ok(self)
+        self
     }
 
     /// The URL of this server's RFC 9728 metadata (`--auth jwt` only).
@@ -198,18 +204,22 @@ impl AppState {
             .map(|a| a.config().resource_metadata_url.as_str())
     }
 
-    /// Who made a request, for the audit line: the token's principal, else the caller.
+    /// Who made a request, for the audit line: the token's principal, else the caller; and
+    /// where it came from ([`conn::Peer`]).
     pub fn who(&self, extensions: &axum::http::Extensions) -> Who {
-        match extensions.get::<Principal>() {
+        let mut who = match extensions.get::<Principal>() {
             Some(p) => Who {
                 subject: Some(p.caller.subject.clone()),
                 client_id: p.client_id.clone(),
+                ..Who::default()
             },
             None => Who {
                 subject: Some(self.caller_from(extensions).subject),
-                client_id: None,
+                ..Who::default()
             },
-        }
+        };
+        conn::Peer::note(extensions, &mut who);
+        who
     }
 
     /// Writes one audit line for a call that started at `started` (arrived at `time`).
@@ -227,7 +237,11 @@ impl AppState {
             Some(_) => call,
             None => call.with_snapshot(self.served_snapshot()),
         };
-        let event = AuditEvent::new(time, who, transport, call, started.elapsed());
+        if call.outcome == crate::audit::AuditOutcome::Challenge {
+            self.metrics.record_auth_failure(challenge_reason(&call));
+        }
+        let values = self.audit.argument_values();
+        let event = AuditEvent::new(time, who, transport, call, started.elapsed(), values);
         self.audit.record(&event).inspect_err(|e| {
             tracing::error!(error = %e, "audit event not written; the call is answered 503 / isError");
         })
@@ -260,6 +274,16 @@ impl AppState {
             .get::<Caller>()
             .cloned()
             .unwrap_or_else(|| self.fallback_caller.clone())
+    }
+}
+
+/// The bounded reason of a challenge, for `govcat_auth_failures_total{reason}`: the token's
+/// fault when the refusal named one, else from the error kind.
+fn challenge_reason(call: &Call) -> &'static str {
+    match call.error.as_deref() {
+        Some("MissingToken") => "missing_token",
+        Some("InsufficientScope") => "insufficient_scope",
+        _ => call.fault.unwrap_or("invalid_token"),
     }
 }
 
@@ -370,7 +394,9 @@ pub fn readiness(state: &AppState) -> (bool, Value) {
             "last_error": st.last_error,
         })
     });
-    let ready = state.retrieval_unavailable.is_none()
+    let draining = state.draining.load(std::sync::atomic::Ordering::Relaxed);
+    let ready = !draining
+        && state.retrieval_unavailable.is_none()
         && ctx
             .snapshots
             .as_ref()
@@ -379,6 +405,7 @@ pub fn readiness(state: &AppState) -> (bool, Value) {
         ready,
         json!({
             "ready": ready,
+            "status": readiness_status(ready, draining),
             "context": {
                 "ontology_version": ctx.ontology.version,
                 "source": ctx.source.freshness(),
@@ -392,6 +419,16 @@ pub fn readiness(state: &AppState) -> (bool, Value) {
             "uptime_seconds": state.started.elapsed().as_secs(),
         }),
     )
+}
+
+/// The one word `/readyz` always shows: `ready`, `draining` (shutting down; finishing what is
+/// in flight) or `not_ready` (the details say why).
+pub fn readiness_status(ready: bool, draining: bool) -> &'static str {
+    match (ready, draining) {
+        (_, true) => "draining",
+        (true, false) => "ready",
+        (false, false) => "not_ready",
+    }
 }
 
 /// The caller of `mcp-stdio`: from `GOVCAT_SCOPES` (space-separated `catalog:<domain>:read`),
@@ -412,15 +449,19 @@ pub fn caller_from_scopes(scopes: Option<&str>) -> Result<Caller, ServerError> {
     Ok(principal.caller)
 }
 
-fn init_logging() {
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("GOVCAT_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Logs go to stderr: stdout carries the bound address (serve) or the protocol (stdio).
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        LogFormat::Json => builder.json().with_ansi(false).try_init(),
+    };
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, ServerError> {
@@ -479,6 +520,14 @@ pub fn auth_config(args: &ServeArgs) -> Result<Option<AuthConfig>, ServerError> 
     }
 }
 
+fn argument_values(verbatim: bool) -> crate::audit::ArgumentValues {
+    if verbatim {
+        crate::audit::ArgumentValues::Verbatim
+    } else {
+        crate::audit::ArgumentValues::Masked
+    }
+}
+
 /// The audit sink: `--audit-log FILE`, else `default`.
 fn open_audit(
     path: Option<&std::path::Path>,
@@ -492,7 +541,7 @@ fn open_audit(
 
 /// `govcat serve`.
 pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
-    init_logging();
+    init_logging(args.log_format);
     let addr = match resolve_listen(&args.listen, args.auth) {
         Ok(a) => a,
         Err(e) => return fail(options, &e),
@@ -506,7 +555,7 @@ pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
         Err(e) => return fail(options, &e),
     };
     let audit = match open_audit(args.audit_log.as_deref(), AuditSink::stdout) {
-        Ok(a) => a,
+        Ok(a) => a.with_argument_values(argument_values(args.audit_verbatim_arguments)),
         Err(e) => return fail(options, &e),
     };
     let follow = match open_follow(options, args) {
@@ -528,6 +577,17 @@ pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
             max_per_principal: args.max_sessions_per_principal.min(args.max_sessions),
             idle_timeout: args.session_idle_timeout,
         });
+    state.conn_limits = args.conn_limits();
+    state.public_probe_details = args.public_probe_details;
+    state.trusted_proxies = match conn::TrustedProxies::parse(&args.trusted_proxies) {
+        Ok(p) => p,
+        Err(problem) => {
+            return fail(
+                options,
+                &ServerError::runtime("--trusted-proxy", problem, "fix the flag and start again"),
+            )
+        }
+    };
     state.retrieval_unavailable = unavailable;
     if let Some(follow) = follow {
         if let Err(e) = start_follow(options, &state, follow.clone()) {
@@ -557,10 +617,7 @@ pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
             Ok(a) => Arc::new(a),
             Err(e) => return fail(options, &ServerError::Auth(e)),
         };
-        state = match state.with_auth(authenticator) {
-            Ok(s) => s,
-            Err(e) => return report_error(options, &e),
-        };
+        state = state.with_auth(authenticator);
     }
     let state = Arc::new(state);
     let result = rt.block_on(async {
@@ -579,8 +636,8 @@ pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
     }
 }
 
-/// Serves the app on `listener` until `shutdown` completes, then drains in-flight requests
-/// (at most [`SHUTDOWN_GRACE`]). Prints the bound MCP URL on stdout once listening.
+/// Serves the app on `listener` until `shutdown` completes, then drains and stops (see
+/// [`conn`]). Prints the bound MCP URL on stdout once listening.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<AppState>,
@@ -591,31 +648,19 @@ pub async fn serve(
         .map_err(|e| ServerError::runtime("the listener", e, "restart govcat serve"))?;
     let cancel = CancellationToken::new();
     state.sessions.start_reaper(cancel.clone());
-    let app = rest::app(state, cancel.clone())
-        .into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let limits = state.conn_limits;
+    let app = rest::app(state.clone(), cancel.clone());
     println!(
         "govcat: serving MCP at http://{local}/mcp (REST /v1/tools, /healthz, /readyz, /metrics)"
     );
     tracing::info!(%local, "listening");
-    let draining = CancellationToken::new();
-    let server = axum::serve(listener, app).with_graceful_shutdown({
-        let cancel = cancel.clone();
-        let draining = draining.clone();
-        async move {
-            shutdown.await;
-            tracing::info!("shutting down: finishing requests in flight");
-            // Ends open SSE streams and MCP sessions so the drain can finish.
-            cancel.cancel();
-            draining.cancel();
-        }
-    });
-    tokio::select! {
-        r = server => r.map_err(|e| ServerError::runtime("the HTTP server", e, "restart govcat serve")),
-        () = async { draining.cancelled().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
-            tracing::warn!("requests still in flight after {:?}; exiting anyway", SHUTDOWN_GRACE);
-            Ok(())
-        }
-    }
+    let on_drain = move || {
+        state
+            .draining
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    };
+    conn::serve(listener, app, limits, shutdown, on_drain, cancel).await;
+    Ok(())
 }
 
 /// Completes on SIGINT or SIGTERM.
@@ -642,7 +687,7 @@ pub async fn shutdown_signal() {
 
 /// `govcat mcp-stdio`.
 pub fn run_mcp_stdio(options: &Options, args: &StdioArgs) -> ExitCode {
-    init_logging();
+    init_logging(args.log_format);
     let scopes = std::env::var(SCOPES_ENV).ok();
     let caller = match caller_from_scopes(scopes.as_deref()) {
         Ok(c) => c,
@@ -654,7 +699,7 @@ pub fn run_mcp_stdio(options: &Options, args: &StdioArgs) -> ExitCode {
         );
     }
     let audit = match open_audit(args.audit_log.as_deref(), AuditSink::stderr) {
-        Ok(a) => a,
+        Ok(a) => a.with_argument_values(argument_values(args.audit_verbatim_arguments)),
         Err(e) => return fail(options, &e),
     };
     let (app, unavailable) = match serving_context(options) {

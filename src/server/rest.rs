@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use axum::extract::{MatchedPath, Path, Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -34,8 +34,8 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::common::{error_response, request_too_large, TOOL_LIST_TTL_MS};
-use super::{call_tool, gauges, guard, mcp, readiness, AppState};
-use crate::audit::{AuditOutcome, Call, Transport};
+use super::{call_tool, conn, gauges, guard, mcp, readiness, AppState};
+use crate::audit::{AuditOutcome, Call, Transport, TOOLS_CALL};
 use crate::limits::MAX_BODY_BYTES;
 use crate::tools::{self, Outcome, ToolError};
 
@@ -47,13 +47,18 @@ pub fn app(state: Arc<AppState>, cancel: CancellationToken) -> Router {
             "/v1/tools/{name}",
             post(post_tool).fallback(tool_method_not_allowed),
         )
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
         .route(PRM_PATH, get(protected_resource_metadata))
         .route(&format!("{PRM_PATH}/mcp"), get(protected_resource_metadata))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard_hosts))
         .fallback(not_found);
+    // Probes answer whatever the Host: a load balancer's health check names the target's
+    // private IP, a kubelet the pod IP, Prometheus the task IP — none of which an
+    // --allowed-host list can know. They carry no caller's data and change nothing, which is
+    // what DNS-rebinding protection guards; /mcp and /v1/* keep it.
+    let probes = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics));
     // rmcp checks Host and Origin itself with the same policy (see mcp::service).
     let mcp = Router::new()
         .nest_service("/mcp", mcp::service(state.clone(), cancel))
@@ -67,6 +72,7 @@ pub fn app(state: Arc<AppState>, cancel: CancellationToken) -> Router {
         ));
     Router::new()
         .merge(mcp)
+        .merge(probes)
         .merge(rest)
         .layer(middleware::from_fn_with_state(
             state.clone(),
@@ -77,6 +83,10 @@ pub fn app(state: Arc<AppState>, cancel: CancellationToken) -> Router {
             guard::authorise,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), record_http))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            super::conn::arrival,
+        ))
         .with_state(state)
 }
 
@@ -150,6 +160,18 @@ async fn post_tool(
         Err(e) if guard::is_length_limit(&e) => Err(request_too_large(&format!(
             "the arguments of '{name}'"
         ))),
+        Err(e) if conn::is_body_timeout(&e) => {
+            let call = Call {
+                tool: Some(name.clone()),
+                ..Call::method(TOOLS_CALL, json!({}), AuditOutcome::Error)
+            }
+            .with_error(conn::BODY_TIMEOUT);
+            if let Err(e) = state.audit(time, &who, Transport::Rest, call, started) {
+                return guard::audit_unavailable(&e);
+            }
+            let limit = state.conn_limits.body_read_timeout;
+            return conn::body_timeout_response(limit, &format!("POST /v1/tools/{name}"));
+        }
         Err(e) => Err(ToolError::new(
             "InvalidArguments",
             format!("the request body could not be read ({e}); send the arguments as a JSON object of at most {MAX_BODY_BYTES} bytes"),
@@ -190,14 +212,35 @@ async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+/// `/readyz`: 200 when ready, else 503, with `{"ready", "status"}` for anyone; the details
+/// (snapshot ids, the catalog and store locations, the last errors) only for the operator's way
+/// in: `--auth none` (loopback only), a valid bearer token, or `--public-probe-details`.
+async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     let (ready, details) = readiness(&state);
     let status = if ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, Json(details)).into_response()
+    if shows_probe_details(&state, &headers).await {
+        return (status, Json(details)).into_response();
+    }
+    let brief = json!({"ready": ready, "status": details["status"]});
+    (status, Json(brief)).into_response()
+}
+
+/// Whether a probe request may see the details (see [`readyz`]).
+async fn shows_probe_details(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(authenticator) = &state.auth else {
+        return true;
+    };
+    if state.public_probe_details {
+        return true;
+    }
+    match crate::auth::authorization_header(headers) {
+        Ok(Some(value)) => authenticator.authenticate(Some(value)).await.is_ok(),
+        _ => false,
+    }
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {

@@ -192,4 +192,6 @@ def test_the_protected_resource_metadata_names_this_issuer(auth_server: AuthServ
         [ISSUER],
         ["header"],
     )
-    assert FRAUD in body["scopes_supported"]
+    # No domain is named to a caller without a token: the pattern, not the list.
+    assert "scopes_supported" not in body
+    assert body["scope_pattern"] == "catalog:{domain}:read"
