@@ -13,7 +13,8 @@ cargo build --bin govcat
 bin="$PWD/target/debug/govcat"
 "$bin" index
 
-"$bin" serve --listen "$listen" --watch &
+# --drain-seconds 0: no load balancer to wait for on loopback, so Ctrl-C stops at once.
+"$bin" serve --listen "$listen" --watch --drain-seconds 0 &
 pid=$!
 trap 'kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' INT TERM EXIT
 for _ in $(seq 1 300); do
@@ -39,13 +40,19 @@ MCP host configuration, stdio (the host starts govcat itself):
     "govcat": {
       "command": "$bin",
       "args": ["mcp-stdio"],
-      "cwd": "$PWD"
+      "env": {
+        "GOVCAT_ONTOLOGY": "$PWD/ontology/lf-tags.json",
+        "GOVCAT_CATALOG": "$PWD/fixtures/catalog",
+        "GOVCAT_INDEX": "$PWD/index",
+        "GOVCAT_MODEL_DIR": "$PWD/models/all-MiniLM-L6-v2"
+      }
     }
   }
 }
 
-(No GOVCAT_SCOPES: the stdio caller reads every domain. To narrow it, add
-"env": {"GOVCAT_SCOPES": "catalog:policy:read catalog:claims:read"}; an empty value grants none.)
+(Every path is absolute, so it works whether or not the host honours a "cwd". No
+GOVCAT_SCOPES: the stdio caller reads every domain. To narrow it, add
+"GOVCAT_SCOPES": "catalog:policy:read catalog:claims:read" to "env"; an empty value grants none.)
 
 Prompts (slash commands in the host): tag-new-column (description; domain, table),
 review-grant (role, domain, table). See README, "Connecting an MCP host".

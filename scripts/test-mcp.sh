@@ -59,7 +59,7 @@ stop_server() {
 }
 trap stop_server EXIT
 
-"$GOVCAT_BIN" serve --listen 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
+"$GOVCAT_BIN" serve --listen 127.0.0.1:0 --drain-seconds 0 >"$work/serve.out" 2>"$work/serve.err" &
 server_pid=$!
 url=""
 for _ in $(seq 1 300); do

@@ -5,7 +5,8 @@
 //! `--max-connections` sockets are served at once (one more is answered 503 and closed).
 //!
 //! Shutdown is two phases: on the signal `/readyz` turns to 503 `draining` while requests are
-//! still served for `--drain-seconds` (a load balancer deregisters the replica meanwhile); then
+//! still served for `--drain-seconds` (a load balancer deregisters the replica meanwhile; a
+//! second signal ends the drain at once); then
 //! the listener closes, each connection finishes its request in flight and closes, and the
 //! loop waits at most [`SHUTDOWN_GRACE_SECS`](crate::limits::SHUTDOWN_GRACE_SECS) for them.
 
@@ -76,9 +77,15 @@ pub async fn serve(
     let mut draining = Some(draining);
     let mut drain_until: Option<tokio::time::Instant> = None;
     loop {
+        // The drain ends at its time, or at a second signal (Ctrl-C twice stops at once).
         let drain_over = async {
             match drain_until {
-                Some(at) => tokio::time::sleep_until(at).await,
+                Some(at) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at) => {}
+                        () = super::shutdown_signal() => tracing::info!("second signal: ending the drain now"),
+                    }
+                }
                 None => std::future::pending().await,
             }
         };

@@ -566,6 +566,18 @@ pub fn validate_output(name: &str, output: &Value) -> Result<(), ToolError> {
 
 fn parse_args<T: for<'de> Deserialize<'de>>(name: &str, args: Value) -> Result<T, ToolError> {
     let args = if args.is_null() { json!({}) } else { args };
+    // serde would read an array as positional fields; the contract is an object by name.
+    if !args.is_object() {
+        let got = if args.is_array() {
+            "an array"
+        } else {
+            "not an object"
+        };
+        return Err(ToolError::new(
+            "InvalidArguments",
+            format!("the arguments of '{name}' are {got}; send them as one JSON object keyed by argument name, as its inputSchema says"),
+        ));
+    }
     serde_json::from_value(args).map_err(|e| {
         ToolError::new(
             "InvalidArguments",

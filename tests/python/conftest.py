@@ -68,7 +68,7 @@ class Server:
 def running_govcat(args: list[str], audit_log: Path) -> Iterator[Server]:
     """`govcat serve --listen 127.0.0.1:0 ARGS --audit-log AUDIT_LOG`, ready, then SIGTERM."""
     proc = subprocess.Popen(
-        [govcat_bin(), "serve", "--listen", "127.0.0.1:0", *args, "--audit-log", str(audit_log)],
+        [govcat_bin(), "serve", "--listen", "127.0.0.1:0", "--drain-seconds", "0", *args, "--audit-log", str(audit_log)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

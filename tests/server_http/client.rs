@@ -97,6 +97,21 @@ impl Conn {
         self.read_response()
     }
 
+    /// Writes `bytes` as they are (a request in pieces, a stalled body) and nothing else.
+    #[allow(dead_code)]
+    pub fn send_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let stream = self.reader.get_mut();
+        stream.write_all(bytes)?;
+        stream.flush()
+    }
+
+    /// Whether the server closed the connection: a read sees end of file (or a reset).
+    #[allow(dead_code)]
+    pub fn closed_by_server(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(self.reader.read(&mut byte), Ok(0) | Err(_))
+    }
+
     fn read_line(&mut self) -> io::Result<String> {
         let mut line = String::new();
         if self.reader.read_line(&mut line)? == 0 {
@@ -108,7 +123,8 @@ impl Conn {
         Ok(line.trim_end_matches(['\r', '\n']).to_string())
     }
 
-    fn read_response(&mut self) -> io::Result<Response> {
+    #[allow(dead_code)]
+    pub fn read_response(&mut self) -> io::Result<Response> {
         let status_line = self.read_line()?;
         let status = status_line
             .split(' ')
