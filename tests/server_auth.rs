@@ -195,7 +195,11 @@ impl Server {
     }
 
     fn served_snapshot(&self) -> Value {
-        self.send("GET", "/readyz", None, &[], None).json()["snapshot"]["id"].clone()
+        // /readyz shows its details to a valid token only.
+        let operator = token(FRAUD);
+        self.send("GET", "/readyz", Some(&operator), &[], None)
+            .json()["snapshot"]["id"]
+            .clone()
     }
 
     fn audit_lines(&self) -> Vec<Value> {
@@ -913,6 +917,18 @@ fn without_clock(mut line: Value, since: u64) -> Value {
     let obj = line.as_object_mut().expect("object");
     obj.remove("time");
     obj.remove("latency_ms");
+    // Where a request came from and why it was refused have a test of their own
+    // (a_refused_token_is_audited_with_its_reason_and_peer_and_counted).
+    let peer = obj.remove("peer");
+    if obj["transport"] != json!("stdio") {
+        let peer = peer.expect("every HTTP audit line names its peer");
+        assert!(
+            peer.as_str().is_some_and(|p| p.starts_with("127.0.0.1:")),
+            "{peer}"
+        );
+    }
+    obj.remove("reason");
+    obj.remove("fault");
     line
 }
 
@@ -1126,6 +1142,120 @@ fn every_outcome_is_audited_once_with_exact_fields() {
     for (i, line) in raw.lines().enumerate() {
         let _ = writeln!(std::io::stderr(), "audit line {i}: {line}");
     }
+}
+
+#[test]
+fn a_refused_token_is_audited_with_its_reason_and_peer_and_counted() {
+    let server = Server::start();
+    let expired = sign(&claims(FRAUD, json!({"exp": unix_now() - 3600})));
+    let wrong_audience = sign(&claims(FRAUD, json!({"aud": "https://evil.test/"})));
+    for (token, status) in [
+        (Some(expired.as_str()), 401),
+        (Some(wrong_audience.as_str()), 401),
+        (None, 401),
+        (Some("a.b.c"), 401),
+    ] {
+        assert_eq!(server.rest("list_domains", token, json!({})).status, status);
+    }
+    let refused: Vec<(Value, Value)> = server
+        .audit_lines()
+        .into_iter()
+        .filter(|l| l["outcome"] == json!("challenge"))
+        .map(|l| {
+            assert!(
+                l["peer"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with("127.0.0.1:")),
+                "{l}"
+            );
+            (l["fault"].clone(), l["error"].clone())
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            (json!("expired"), json!("InvalidToken")),
+            (json!("audience"), json!("InvalidToken")),
+            (json!("missing_token"), json!("MissingToken")),
+            (json!("malformed"), json!("InvalidToken")),
+        ]
+    );
+    let reasons: Vec<String> = server
+        .audit_lines()
+        .into_iter()
+        .filter_map(|l| l["reason"].as_str().map(String::from))
+        .collect();
+    assert_eq!(
+        reasons[1],
+        format!("audience https://evil.test/ does not include this resource {AUDIENCE}")
+    );
+    assert!(
+        reasons[0].starts_with("the token expired at "),
+        "{}",
+        reasons[0]
+    );
+    let metrics = server.send("GET", "/metrics", None, &[], None).text();
+    let counted: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("govcat_auth_failures_total{"))
+        .collect();
+    assert_eq!(
+        counted,
+        [
+            "govcat_auth_failures_total{reason=\"audience\"} 1",
+            "govcat_auth_failures_total{reason=\"expired\"} 1",
+            "govcat_auth_failures_total{reason=\"malformed\"} 1",
+            "govcat_auth_failures_total{reason=\"missing_token\"} 1",
+        ]
+    );
+}
+
+#[test]
+fn unauthenticated_answers_name_no_domain_and_a_token_sees_the_details() {
+    let server = Server::start();
+    let unauthenticated = [
+        ("GET", "/healthz"),
+        ("GET", "/readyz"),
+        ("GET", "/metrics"),
+        ("GET", "/.well-known/oauth-protected-resource"),
+        ("GET", "/.well-known/oauth-protected-resource/mcp"),
+        ("POST", "/mcp"),
+        ("POST", "/v1/tools/list_domains"),
+    ];
+    for (method, path) in unauthenticated {
+        let resp = server.send(
+            method,
+            path,
+            None,
+            &[("Content-Type", "application/json")],
+            Some(&json!({})),
+        );
+        let seen = format!("{:?} {}", resp.headers, resp.text());
+        for d in common::ALL_DOMAINS {
+            for form in [
+                format!("catalog:{d}:read"),
+                format!("\"{d}\""),
+                format!("/{d}/"),
+            ] {
+                assert!(
+                    !seen.contains(&form),
+                    "{method} {path} names {form}: {seen}"
+                );
+            }
+        }
+    }
+    let brief = server.send("GET", "/readyz", None, &[], None);
+    assert_eq!(brief.json(), json!({"ready": true, "status": "ready"}));
+    // The operator's way in: a valid token sees the details.
+    let detailed = server
+        .send("GET", "/readyz", Some(&token(FRAUD)), &[], None)
+        .json();
+    assert_eq!(
+        (&detailed["ready"], &detailed["status"]),
+        (&json!(true), &json!("ready"))
+    );
+    assert!(detailed["snapshot"]["id"].is_string(), "{detailed}");
+    assert!(detailed["context"]["source"].is_object(), "{detailed}");
 }
 
 #[test]
