@@ -453,3 +453,71 @@ fn bad_argument_values_exit_2_and_say_what_to_give() {
     let out = govcat(&["resolve", "sensitivity=high", "--json"]);
     assert_eq!(out.status.code(), Some(3), "{out:?}");
 }
+
+#[test]
+fn a_publish_location_that_takes_no_write_fails_before_anything_is_built() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = tmp.path().join("idx");
+    let blocked = tmp.path().join("a-file");
+    std::fs::write(&blocked, "not a directory").unwrap();
+    let under_a_file = blocked.join("published");
+    let started = std::time::Instant::now();
+    let out = govcat(&[
+        "--json",
+        "--index",
+        index.to_str().unwrap(),
+        "index",
+        "--publish",
+        under_a_file.to_str().unwrap(),
+    ]);
+    let v = stdout_json(&out);
+    assert_eq!(
+        (out.status.code(), &v["error"], &v["reason"]),
+        (Some(1), &json!("PublishFailed"), &json!("local_io")),
+        "{v}"
+    );
+    let message = v["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("publishing failed before anything was built: ")
+            && !message.contains("is built"),
+        "{message}"
+    );
+    assert!(!index.join("snapshots").exists(), "a snapshot was built");
+    // Without a region the S3 location fails the same way, at once, and says the same.
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_govcat"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "--json",
+            "--index",
+            index.to_str().unwrap(),
+            "index",
+            "--publish",
+            "s3://my-bucket/govcat",
+        ])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .unwrap();
+    let v = stdout_json(&out);
+    assert_eq!(
+        (&v["error"], &v["reason"]),
+        (&json!("PublishFailed"), &json!("credentials")),
+        "{v}"
+    );
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("publishing failed before anything was built: "),
+        "{v}"
+    );
+    assert!(!index.join("snapshots").exists());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+}

@@ -492,6 +492,22 @@ fn a_shared_directory_is_followed_the_same_way_with_its_fault_pair() {
     let location = shared.to_str().expect("utf-8").to_string();
     let v = f.index(&["--publish", &location]);
     let first = v["id"].as_str().expect("id").to_string();
+    // Every published file is readable by a replica running as another user (tantivy writes
+    // its .managed.json 0600 locally).
+    let mut modes = std::collections::BTreeSet::new();
+    let mut dirs = vec![shared.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir").flatten() {
+            let meta = entry.metadata().expect("metadata");
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                modes.insert(meta.permissions().mode() & 0o777);
+            }
+        }
+    }
+    assert_eq!(modes, std::collections::BTreeSet::from([0o644]));
     assert_eq!(
         std::fs::read_to_string(shared.join("CURRENT"))
             .expect("CURRENT")
@@ -753,6 +769,36 @@ fn a_publish_denied_by_s3_names_the_iam_action_and_leaves_current_alone() {
         return;
     };
     let proxy = Proxy::start(f.moto.addr);
+    // The location is proved writable before the build: a denied probe fails at once and
+    // says nothing was built.
+    let snapshots_before = std::fs::read_dir(f.indexer.join("snapshots")).map_or(0, |d| d.count());
+    proxy.on(
+        &format!("{BUCKET}/{PREFIX}/.govcat-probe-*"),
+        None,
+        Action::Respond {
+            status: 403,
+            headers: vec![("Content-Type".into(), "application/xml".into())],
+            body: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>".into(),
+        },
+    );
+    let (code, early) = f.publish_via(&proxy.url());
+    assert_eq!(
+        (code, &early["error"], &early["reason"]),
+        (Some(1), &json!("PublishFailed"), &json!("access_denied")),
+        "{early}"
+    );
+    let message = early["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("publishing failed before anything was built: ")
+            && message.contains("nothing was embedded or uploaded"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_dir(f.indexer.join("snapshots")).map_or(0, |d| d.count()),
+        snapshots_before,
+        "no snapshot built after a failed probe"
+    );
+    proxy.clear();
     proxy.on(
         &format!("{BUCKET}/{PREFIX}/snapshots/*"),
         None,

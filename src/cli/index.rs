@@ -68,12 +68,18 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
     );
     let calibration_seconds = std::cell::Cell::new(0.0);
     let result = (|| -> Result<Built, ToolError> {
-        // The location is checked before the (long) build, so a typo fails at once.
+        // The location is checked before the (long) build — parsed, opened and written to
+        // once — so a typo, a missing region or missing credentials fail at once.
         let store = args
             .publish
             .as_deref()
             .map(|text| open_store("--publish", text, args))
             .transpose()?;
+        if let Some(store) = &store {
+            store
+                .probe_write()
+                .map_err(|e| publish_error(e, Stage::BeforeBuild))?;
+        }
         let slices_store = args
             .slices_from
             .as_deref()
@@ -133,7 +139,7 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
                     args.keep,
                     &upload_bar(options.json),
                 )
-                .map_err(publish_error)?,
+                .map_err(|e| publish_error(e, Stage::Built(&manifest.id, &options.index)))?,
             ),
             None => None,
         };
@@ -249,7 +255,7 @@ fn open_store(flag: &str, text: &str, args: &IndexArgs) -> Result<crate::sync::S
 /// A failed transfer of slice files: the object, the problem and the next step.
 fn sync_error(kind: &str, e: crate::sync::SyncError) -> ToolError {
     if kind == "PublishFailed" {
-        return publish_error(e);
+        return publish_error(e, Stage::BeforeBuild);
     }
     ToolError::new(kind, e.to_string())
         .with("object", e.object.clone())
@@ -265,6 +271,11 @@ fn run_slice(options: &Options, args: &IndexArgs, slice: crate::index::slices::S
             .as_deref()
             .map(|text| open_store("--slices-to", text, args))
             .transpose()?;
+        if let Some(store) = &store {
+            store
+                .probe_write()
+                .map_err(|e| sync_error("SliceTransferFailed", e))?;
+        }
         let ctx = context(options)?;
         let embedder = load_embedder()?;
         let bar = build_bar(options.json);
@@ -320,15 +331,28 @@ fn run_slice(options: &Options, args: &IndexArgs, slice: crate::index::slices::S
     }
 }
 
-/// A failed publish: the object, the problem and the next step. The local snapshot is built
-/// and stays the reuse base of the next run.
-fn publish_error(e: crate::sync::SyncError) -> ToolError {
-    ToolError::new(
-        "PublishFailed",
-        format!("publishing failed: {e} (the local snapshot is built; running the same command again reuses its vectors)"),
-    )
-    .with("object", e.object.clone())
-    .with("reason", e.reason)
+/// How far a failed `--publish` had come, for its message.
+enum Stage<'a> {
+    /// The location failed its check before the build: nothing was built or uploaded.
+    BeforeBuild,
+    /// The snapshot (id, --index) is built locally; the upload failed.
+    Built(&'a str, &'a std::path::Path),
+}
+
+/// A failed publish: the object, the problem, what was built and the next step.
+fn publish_error(e: crate::sync::SyncError, stage: Stage<'_>) -> ToolError {
+    let message = match stage {
+        Stage::BeforeBuild => format!(
+            "publishing failed before anything was built: {e} (the location is checked first; nothing was embedded or uploaded, and CURRENT there is unchanged)"
+        ),
+        Stage::Built(id, index) => format!(
+            "publishing failed: {e} (snapshot {id} is built in {} and was not made CURRENT at the location; running the same command again reuses its vectors)",
+            index.display()
+        ),
+    };
+    ToolError::new("PublishFailed", message)
+        .with("object", e.object.clone())
+        .with("reason", e.reason)
 }
 
 /// The build's progress bar on stderr (hidden under `--json`).

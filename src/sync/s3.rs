@@ -571,6 +571,21 @@ impl S3Store {
             .collect())
     }
 
+    /// Deletes the one object `rel`.
+    pub fn delete(&self, rel: &str) -> Result<(), SyncError> {
+        let key = self.key(rel);
+        self.runtime.block_on(async {
+            self.client
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(&key)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| self.error(Op::Delete, rel, &e))
+        })
+    }
+
     /// Deletes every object under `PREFIX/snapshots/<id>/`; returns how many.
     pub fn delete_snapshot(&self, id: &str) -> Result<usize, SyncError> {
         let rel = format!("snapshots/{id}/");

@@ -157,6 +157,26 @@ impl Store {
         }
     }
 
+    /// Proves the location takes writes before anything long runs: writes a small probe
+    /// object (`.govcat-probe-<pid>`) and deletes it. On S3 that checks the region, the
+    /// credentials, the bucket and `s3:PutObject` / `s3:DeleteObject`; on a directory that it
+    /// exists (it is created) and is writable.
+    pub fn probe_write(&self) -> Result<(), SyncError> {
+        let rel = format!(".govcat-probe-{}", std::process::id());
+        match &self.backend {
+            Backend::S3(s3) => {
+                s3.put(&rel, b"govcat publish probe\n".to_vec())?;
+                s3.delete(&rel)
+            }
+            Backend::Dir(dir) => {
+                fs::create_dir_all(dir).map_err(|e| local(dir, e))?;
+                let path = dir.join(&rel);
+                write_synced(&path, b"govcat publish probe\n")?;
+                fs::remove_file(&path).map_err(|e| local(&path, e))
+            }
+        }
+    }
+
     /// Uploads the file at `path` to `rel`; `progress` is told the bytes as they go.
     pub fn upload(&self, rel: &str, path: &Path, progress: &dyn Fn(u64)) -> Result<(), SyncError> {
         match &self.backend {
@@ -168,6 +188,9 @@ impl Store {
                 }
                 let tmp = temp_name(&to);
                 let size = fs::copy(path, &tmp).map_err(|e| local(&tmp, e))?;
+                // fs::copy keeps the source's mode (tantivy writes .managed.json 0600); a
+                // replica on a shared volume may run as another user.
+                set_world_readable(&tmp)?;
                 fs::File::open(&tmp)
                     .and_then(|f| f.sync_all())
                     .map_err(|e| local(&tmp, e))?;
@@ -247,7 +270,18 @@ fn temp_name(path: &Path) -> PathBuf {
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), SyncError> {
     let mut f = fs::File::create(path).map_err(|e| local(path, e))?;
     f.write_all(bytes).map_err(|e| local(path, e))?;
+    set_world_readable(path)?;
     f.sync_all().map_err(|e| local(path, e))
+}
+
+/// Mode 0644 whatever the umask: every published file is readable by the replicas' user.
+fn set_world_readable(path: &Path) -> Result<(), SyncError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o644)).map_err(|e| local(path, e))?;
+    }
+    Ok(())
 }
 
 /// A failed read of the shared directory.
