@@ -1019,3 +1019,91 @@ fn a_first_build_sliced_over_three_jobs_through_s3_merges_without_embedding_and_
     assert_eq!(found["snapshot"]["id"], json!(id));
     assert!(!common::ids(&found).is_empty(), "{found}");
 }
+
+/// A snapshot whose `documents.json` in the store is altered in place (a trailing newline
+/// another hand added) after the rest was published: the running replica assembles its own
+/// copy from its rows, which matches the manifest, so it serves it, and says the store
+/// differs; a new replica, which downloads the file whole, refuses the snapshot.
+fn altered_in_place_is_reported(f: &Fixture, location: &str, first: &str, alter: impl Fn(&str)) {
+    let r = f.replica("r", location, &f.moto.url());
+    let first = serving(&r, first);
+    assert_eq!(first["follow"]["store_error"], Value::Null, "{first}");
+    let second = f.build_changed();
+    alter(&second);
+    let ready = wait_for("store_error reported", DEADLINE, || {
+        let (status, v) = readyz(r.addr);
+        (status == 200
+            && v["snapshot"]["id"] == json!(second)
+            && v["follow"]["store_error"].is_string())
+        .then_some(v)
+    });
+    let said = ready["follow"]["store_error"]
+        .as_str()
+        .expect("store_error");
+    assert!(
+        said.contains(&format!("snapshots/{second}/documents.json"))
+            && said.contains("bytes where the manifest's file has")
+            && said.contains("a replica that downloads these files will refuse the snapshot"),
+        "{said}"
+    );
+    assert_eq!(ready["follow"]["last_error"], Value::Null);
+    answers_from(&r, &second);
+    assert_eq!(
+        metric(
+            &metrics(r.addr),
+            "govcat_follow_errors_total{reason=\"store_altered\"}"
+        ),
+        Some(1.0)
+    );
+    let fresh = f.replica("fresh", location, &f.moto.url());
+    failing(
+        &fresh,
+        &["documents.json", "sha256", "differs from the manifest"],
+    );
+}
+
+#[test]
+fn a_store_file_altered_in_place_is_reported_by_a_running_replica_on_s3() {
+    let Some(f) = fixture("altered_in_place_s3") else {
+        return;
+    };
+    let first = f.index(&[])["id"].as_str().expect("id").to_string();
+    f.upload(&first, None, None);
+    let location = f.location();
+    altered_in_place_is_reported(&f, &location, &first, |second| {
+        f.upload_files(second, None, None);
+        let path = f
+            .indexer
+            .join("snapshots")
+            .join(second)
+            .join("documents.json");
+        let mut bytes = std::fs::read(path).expect("documents.json");
+        bytes.push(b'\n');
+        f.put(&format!("snapshots/{second}/documents.json"), bytes);
+        f.put("CURRENT", format!("{second}\n").into_bytes());
+    });
+}
+
+#[test]
+fn a_store_file_altered_in_place_is_reported_by_a_running_replica_on_a_shared_directory() {
+    let Some(f) = fixture("altered_in_place_dir") else {
+        return;
+    };
+    let shared = f.tmp.path().join("shared");
+    let location = shared.to_str().expect("utf-8").to_string();
+    let first = f.index(&["--publish", &location])["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    altered_in_place_is_reported(&f, &location, &first, |second| {
+        let from = f.indexer.join("snapshots").join(second);
+        let to = shared.join("snapshots").join(second);
+        common::copy_dir(&from, &to);
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(to.join("documents.json"))
+            .expect("open documents.json");
+        std::io::Write::write_all(&mut file, b"\n").expect("append");
+        std::fs::write(shared.join("CURRENT"), format!("{second}\n")).expect("CURRENT");
+    });
+}

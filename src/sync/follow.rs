@@ -45,6 +45,8 @@ struct State {
     behind_since: Option<SystemTime>,
     swaps: u64,
     errors: BTreeMap<&'static str, u64>,
+    /// The served snapshot's files whose copy in the store differs from the manifest.
+    store_error: Option<String>,
 }
 
 /// The follower's state at one moment, for `/metrics`.
@@ -55,6 +57,8 @@ pub struct FollowStatus {
     pub remote_id: Option<String>,
     pub last_checked_at: Option<String>,
     pub last_error: Option<String>,
+    /// See [`reason::STORE_ALTERED`]: which store copies differ, and how.
+    pub store_error: Option<String>,
     pub lag_seconds: Option<f64>,
     pub swaps: u64,
     /// Every reason of [`REASONS`] with its count (zeros included).
@@ -107,6 +111,7 @@ impl Follow {
             remote_id: st.remote_id.clone(),
             last_checked_at: st.last_checked_at.map(format_rfc3339),
             last_error: st.last_error.clone(),
+            store_error: st.store_error.clone(),
             lag_seconds,
             swaps: st.swaps,
             errors: REASONS
@@ -128,6 +133,7 @@ impl Follow {
             "current_id": s.current_id,
             "last_checked_at": s.last_checked_at,
             "last_error": s.last_error,
+            "store_error": s.store_error,
             "lag_seconds": s.lag_seconds.map(|l| l.floor() as u64),
             "remote_id": s.remote_id,
             "interval_seconds": s.interval_seconds,
@@ -235,7 +241,12 @@ impl Follow {
     ) -> Result<Option<Snapshot>, SyncError> {
         let location = self.store.location().to_string();
         let again = format!("publish it again (govcat index --publish {location})");
-        let text = self.store.get("CURRENT")?.ok_or_else(|| {
+        let current = self.store.get("CURRENT")?;
+        if current.is_none() {
+            // Nothing is published now: the last id read is not what the store names.
+            self.lock().remote_id = None;
+        }
+        let text = current.ok_or_else(|| {
             SyncError::new(
                 reason::MISSING,
                 self.store.object("CURRENT"),
@@ -324,6 +335,9 @@ impl Follow {
         let local_snapshot = served
             .map(|s| index_dir.join("snapshots").join(s))
             .filter(|d| *d != dir && d.is_dir());
+        // Files this replica did not download whole: its own copy matches the manifest, but the
+        // store's may not (a new replica downloads that one).
+        let mut not_downloaded: Vec<(String, &String)> = Vec::new();
         for (file, expected) in files {
             if !is_plain_relative(file) {
                 return Err(SyncError::new(
@@ -337,6 +351,7 @@ impl Follow {
             let present = local.is_file()
                 && sha256_file(&local).is_ok_and(|sum| sum.eq_ignore_ascii_case(expected));
             if present {
+                not_downloaded.push((file.clone(), expected));
                 continue;
             }
             if let Some(parent) = local.parent() {
@@ -371,6 +386,7 @@ impl Follow {
                 match assembled {
                     Ok(()) => {
                         fs::rename(&part, &local).map_err(|e| super::store::local(&local, e))?;
+                        not_downloaded.push((file.clone(), expected));
                         continue;
                     }
                     Err(why) => {
@@ -414,6 +430,7 @@ impl Follow {
             fs::rename(&part, &local).map_err(|e| super::store::local(&local, e))?;
         }
         remove_unlisted(&dir, &dir, &manifest)?;
+        let store_error = self.store_copies_differ(&id, &dir, &not_downloaded);
         let manifest_path = dir.join(MANIFEST);
         fs::write(&manifest_path, &manifest_bytes)
             .map_err(|e| super::store::local(&manifest_path, e))?;
@@ -433,7 +450,58 @@ impl Follow {
                 "check --index is writable",
             )
         })?;
+        let mut st = self.lock();
+        if let Some(problem) = &store_error {
+            *st.errors.entry(reason::STORE_ALTERED).or_default() += 1;
+            tracing::error!(snapshot = %id, source = %location, "{problem}");
+        }
+        st.store_error = store_error;
         Ok(Some(snapshot))
+    }
+
+    /// Asks the store for the size (and sha256 where it keeps one) of each file this replica
+    /// has without downloading it; why some differ from the manifest, if any do.
+    fn store_copies_differ(
+        &self,
+        id: &str,
+        dir: &Path,
+        files: &[(String, &String)],
+    ) -> Option<String> {
+        // A publisher that keeps checksums (the manifest has one) gives one to every
+        // single-part file: a file without it was written by something else.
+        let checksummed = self
+            .store
+            .stat(&format!("snapshots/{id}/{MANIFEST}"))
+            .ok()
+            .flatten()
+            .is_some_and(|m| m.sha256.is_some());
+        let mut differ = Vec::new();
+        for (file, expected) in files {
+            let key = format!("snapshots/{id}/{file}");
+            let size = fs::metadata(dir.join(file)).map(|m| m.len()).unwrap_or(0);
+            let problem = match self.store.stat(&key) {
+                Ok(Some(stat)) if checksummed && !stat.multipart && stat.sha256.is_none() => {
+                    Some("it has no sha256 checksum, which govcat's publish gives every single-part file: it was written again by something else".to_string())
+                }
+                Ok(Some(stat)) => stat.differs_from(size, expected),
+                Ok(None) => Some("it does not exist".to_string()),
+                // The store could not be asked: nothing is known to differ.
+                Err(e) => {
+                    tracing::warn!(object = %e.object, error = %e, "could not check the store's copy");
+                    None
+                }
+            };
+            if let Some(problem) = problem {
+                differ.push(format!("{} ({problem})", self.store.object(&key)));
+            }
+        }
+        (!differ.is_empty()).then(|| {
+            format!(
+                "the store's copy differs from snapshot {id}'s manifest: {}; this replica serves its own verified copy, but a replica that downloads these files will refuse the snapshot; publish it again (govcat index --publish {})",
+                differ.join(", "),
+                self.store.location()
+            )
+        })
     }
 }
 

@@ -118,7 +118,7 @@ impl SyncError {
 }
 
 /// Every `reason` a [`SyncError`] carries, for the metric's label values.
-pub const REASONS: [&str; 11] = [
+pub const REASONS: [&str; 12] = [
     reason::MISSING,
     reason::CHECKSUM,
     reason::MANIFEST,
@@ -130,6 +130,7 @@ pub const REASONS: [&str; 11] = [
     reason::CREDENTIALS,
     reason::STORE,
     reason::LOCAL_IO,
+    reason::STORE_ALTERED,
 ];
 
 /// The reasons of [`SyncError`].
@@ -155,6 +156,10 @@ pub mod reason {
     pub const STORE: &str = "store_error";
     /// Writing the local `--index` failed.
     pub const LOCAL_IO: &str = "local_io";
+    /// The store's copy of a file differs from the manifest although this replica's own copy
+    /// (assembled from its rows, or already present) matches: it keeps serving, but a replica
+    /// that downloads the file whole will refuse the snapshot.
+    pub const STORE_ALTERED: &str = "store_altered";
 }
 
 #[cfg(test)]

@@ -61,6 +61,7 @@ pub fn publish(
         })?;
     }
     progress.finish();
+    verify_uploaded(store, id, &dir, &manifest, &files)?;
     store.put("CURRENT", format!("{id}\n").as_bytes())?;
     let deleted = prune(store, id, keep).map_err(|e| SyncError {
         problem: format!(
@@ -77,6 +78,45 @@ pub fn publish(
         kept: store.list_ids()?,
         deleted,
     })
+}
+
+/// Checks every uploaded file against what was sent before `CURRENT` may name the snapshot:
+/// its size, and its sha256 where the store keeps one (every file of a directory; S3's
+/// checksum of each single-part upload).
+fn verify_uploaded(
+    store: &Store,
+    id: &str,
+    dir: &Path,
+    manifest: &index::Manifest,
+    files: &[&str],
+) -> Result<(), SyncError> {
+    for f in files {
+        let local = dir.join(f);
+        let size = std::fs::metadata(&local)
+            .map_err(|e| super::store::local(&local, e))?
+            .len();
+        let expected = match manifest.files.get(*f) {
+            Some(sum) => sum.clone(),
+            None => {
+                crate::embed::sha256_file(&local).map_err(|e| super::store::local(&local, e))?
+            }
+        };
+        let rel = format!("snapshots/{id}/{f}");
+        let stat = store.stat(&rel)?;
+        let problem = match stat {
+            None => Some("it is not there after its upload".to_string()),
+            Some(stat) => stat.differs_from(size, &expected),
+        };
+        if let Some(problem) = problem {
+            return Err(SyncError::new(
+                reason::CHECKSUM,
+                store.object(&rel),
+                format!("read back after the upload, {problem}; CURRENT was not written, so replicas keep what they serve"),
+                "run the same command again; if it repeats, something else writes to that location",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Deletes published snapshots beyond the newest `keep` (ids sort by build time), never the

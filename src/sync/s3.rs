@@ -16,6 +16,7 @@ use aws_sdk_s3::config::RequestChecksumCalculation;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use super::{reason, Location, SyncError};
@@ -402,14 +403,18 @@ impl S3Store {
         })
     }
 
-    /// Writes `bytes` to the object.
+    /// Writes `bytes` to the object, with its sha256 as `x-amz-checksum-sha256`: S3 checks
+    /// the body against it on arrival and keeps it, so a later copy can be checked by
+    /// [`S3Store::stat`] without downloading it.
     pub fn put(&self, rel: &str, bytes: Vec<u8>) -> Result<(), SyncError> {
         let key = self.key(rel);
+        let checksum = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(&bytes));
         self.runtime.block_on(async {
             self.client
                 .put_object()
                 .bucket(&self.bucket)
                 .key(&key)
+                .checksum_sha256(checksum)
                 .body(ByteStream::from(bytes))
                 .send()
                 .await
@@ -569,6 +574,41 @@ impl S3Store {
             .filter(|name| !name.contains('/'))
             .map(str::to_string)
             .collect())
+    }
+
+    /// The object's size and, when S3 keeps a whole-object sha256 for it (a single-part
+    /// upload with `x-amz-checksum-sha256`), that sha256 in hex; `None` when it does not exist.
+    pub fn stat(&self, rel: &str) -> Result<Option<super::store::ObjectStat>, SyncError> {
+        use base64::Engine as _;
+        let key = self.key(rel);
+        self.runtime.block_on(async {
+            let out = match self
+                .client
+                .head_object()
+                .bucket(&self.bucket)
+                .key(&key)
+                .checksum_mode(aws_sdk_s3::types::ChecksumMode::Enabled)
+                .send()
+                .await
+            {
+                Ok(out) => out,
+                Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => {
+                    return Ok(None)
+                }
+                Err(e) => return Err(self.error(Op::Get, rel, &e)),
+            };
+            // A multipart object's checksum is one of its parts' ("...-N"): not the file's.
+            let sha256 = out
+                .checksum_sha256()
+                .filter(|c| !c.contains('-'))
+                .and_then(|c| base64::engine::general_purpose::STANDARD.decode(c).ok())
+                .map(|raw| hex(&raw));
+            Ok(Some(super::store::ObjectStat {
+                size: out.content_length().unwrap_or(0).max(0) as u64,
+                sha256,
+                multipart: out.e_tag().is_some_and(|t| t.contains('-')),
+            }))
+        })
     }
 
     /// Deletes the one object `rel`.
