@@ -775,7 +775,7 @@ fn emulator_stopped_mid_run_is_a_tool_error_with_a_next_step() {
         assert_eq!(e["error"], "UpstreamUnavailable", "{tool}: {e}");
         let message = e["message"].as_str().expect("message");
         let next = format!(
-            "retry later (govcat made up to 1 attempt(s) with backoff within a 3000 ms deadline); if it persists, check that {} is reachable and healthy",
+            "retry later (govcat made 1 attempt within a 3000 ms deadline); if it persists, check that {} is reachable and healthy",
             moto.url()
         );
         assert!(message.ends_with(&next), "{tool}: {message}");
@@ -846,12 +846,12 @@ fn cli_without_server_credentials_says_so_instead_of_blaming_the_network() {
     let message = e["message"].as_str().expect("message");
     assert!(
         message.starts_with(
-            "sts:AssumeRole into arn:aws:iam::210000000001:role/govcat-reader for domain 'policy' was denied to the server's own identity: no usable AWS credentials ("
+            "sts:AssumeRole into arn:aws:iam::210000000001:role/govcat-reader for domain 'policy' was not sent: govcat has no usable AWS credentials ("
         ),
         "{message}"
     );
     assert!(
-        message.ends_with("; check the server's own AWS credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or the instance role): they are missing, invalid or expired"),
+        message.ends_with("; give govcat AWS credentials of its own (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the instance or task role): they are missing, invalid or expired"),
         "{message}"
     );
 }
@@ -889,7 +889,7 @@ fn throttling_is_retried_with_backoff_then_reported_as_unavailable() {
             operation: "glue:GetTable on policy_curated.customer".into(),
             problem: "throttled by AWS (ThrottlingException: Rate exceeded)".into(),
             next: format!(
-                "retry later (govcat made up to 2 attempt(s) with backoff within a 10000 ms deadline); if it persists, check that {} is reachable and healthy",
+                "retry later (govcat made up to 2 attempts with backoff within a 10000 ms deadline); if it persists, check that {} is reachable and healthy",
                 proxy.url()
             ),
         }
@@ -919,7 +919,7 @@ fn a_5xx_is_unavailable_not_an_empty_answer() {
     assert_eq!(
         e.to_string(),
         format!(
-            "glue:GetTables on hr_curated for domain 'hr' failed: HTTP 503 from {0} (the response carried no AWS error code); retry later (govcat made up to 1 attempt(s) with backoff within a 10000 ms deadline); if it persists, check that {0} is reachable and healthy",
+            "glue:GetTables on hr_curated for domain 'hr' failed: HTTP 503 from {0} (the response carried no AWS error code); retry later (govcat made 1 attempt within a 10000 ms deadline); if it persists, check that {0} is reachable and healthy",
             proxy.url()
         )
     );
@@ -953,10 +953,10 @@ fn denied_assume_role_names_the_role_the_domain_the_trust_policy_and_the_externa
         e,
         CatalogError::UpstreamAccessDenied {
             domain: "claims".into(),
-            principal: "the server's own identity".into(),
+            principal: "govcat's own AWS identity".into(),
             operation: "sts:AssumeRole into arn:aws:iam::210000000002:role/govcat-reader".into(),
             problem: "AccessDenied: User is not authorized to perform: sts:AssumeRole".into(),
-            next: "check the trust policy of arn:aws:iam::210000000002:role/govcat-reader: it must let the server's identity assume the role, and its sts:ExternalId condition must equal external_id in the govcat AWS config".into(),
+            next: "check the trust policy of arn:aws:iam::210000000002:role/govcat-reader: it must let govcat's own AWS identity assume the role, and its sts:ExternalId condition must equal external_id in the govcat AWS config".into(),
         }
     );
 }

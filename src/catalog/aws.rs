@@ -390,7 +390,9 @@ impl Inner {
         let err = errors::classify(&f, call, &self.limits);
         if matches!(
             err,
-            CatalogError::UpstreamAccessDenied { .. } | CatalogError::UpstreamUnavailable { .. }
+            CatalogError::UpstreamAccessDenied { .. }
+                | CatalogError::UpstreamNoCredentials { .. }
+                | CatalogError::UpstreamUnavailable { .. }
         ) {
             self.forget_session(caller, domain);
         }

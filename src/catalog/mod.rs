@@ -509,11 +509,20 @@ pub enum CatalogError {
         problem: String,
         next: String,
     },
-    /// AWS refused the identity (`principal`: a reader role ARN or the server's own identity).
+    /// AWS refused the identity (`principal`: a reader role ARN or govcat's own AWS identity).
     #[error("{operation} for domain '{domain}' was denied to {principal}: {problem}; {next}")]
     UpstreamAccessDenied {
         domain: String,
         principal: String,
+        operation: String,
+        problem: String,
+        next: String,
+    },
+    /// No request was sent: govcat's own AWS credentials could not be loaded. Not "denied":
+    /// AWS never saw the call. Its kind is `UpstreamAccessDenied`, like a refusal.
+    #[error("{operation} for domain '{domain}' was not sent: {problem}; {next}")]
+    UpstreamNoCredentials {
+        domain: String,
         operation: String,
         problem: String,
         next: String,
@@ -553,7 +562,8 @@ impl CatalogError {
             CatalogError::TagOutsideOntology { .. } => "TagOutsideOntology",
             CatalogError::Io { .. } => "SourceUnavailable",
             CatalogError::UpstreamUnavailable { .. } => "UpstreamUnavailable",
-            CatalogError::UpstreamAccessDenied { .. } => "UpstreamAccessDenied",
+            CatalogError::UpstreamAccessDenied { .. }
+            | CatalogError::UpstreamNoCredentials { .. } => "UpstreamAccessDenied",
             CatalogError::UpstreamDatabaseMissing { .. } => "UpstreamDatabaseMissing",
             CatalogError::UpstreamRejected { .. } => "UpstreamRejected",
         }

@@ -181,14 +181,18 @@ pub(crate) struct Limits {
     pub endpoint: String,
 }
 
-const SERVER_CREDENTIALS: &str = "check the server's own AWS credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or the instance role): they are missing, invalid or expired";
+const OWN_CREDENTIALS: &str = "give govcat AWS credentials of its own (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the instance or task role): they are missing, invalid or expired";
 
 /// Maps a failure (other than "not found", which the call site turns into
 /// `DatasetNotFound` / `DomainNotFound`) to a `CatalogError` with a next step.
 pub(crate) fn classify(f: &Failure, call: &Call, limits: &Limits) -> CatalogError {
+    let attempts = match limits.max_attempts {
+        1 => "1 attempt".to_string(),
+        n => format!("up to {n} attempts with backoff"),
+    };
     let retry_later = format!(
-        "retry later (govcat made up to {} attempt(s) with backoff within a {} ms deadline); if it persists, check that {} is reachable and healthy",
-        limits.max_attempts, limits.call_timeout_ms, limits.endpoint
+        "retry later (govcat made {attempts} within a {} ms deadline); if it persists, check that {} is reachable and healthy",
+        limits.call_timeout_ms, limits.endpoint
     );
     let unavailable = |problem: String| CatalogError::UpstreamUnavailable {
         domain: call.domain.clone(),
@@ -196,7 +200,7 @@ pub(crate) fn classify(f: &Failure, call: &Call, limits: &Limits) -> CatalogErro
         problem,
         next: retry_later.clone(),
     };
-    let own_identity = "the server's own identity".to_string();
+    let own_identity = "govcat's own AWS identity".to_string();
     match f.kind {
         FailureKind::Timeout => {
             return unavailable(format!(
@@ -205,15 +209,22 @@ pub(crate) fn classify(f: &Failure, call: &Call, limits: &Limits) -> CatalogErro
             ))
         }
         FailureKind::Dispatch => {
-            return unavailable(format!("could not reach {} ({})", limits.endpoint, f.detail))
+            return CatalogError::UpstreamUnavailable {
+                domain: call.domain.clone(),
+                operation: call.operation.clone(),
+                problem: format!("could not reach {} ({})", limits.endpoint, f.detail),
+                next: format!(
+                    "check that {} is reachable from where govcat runs: in a private subnet without internet access that needs a VPC interface endpoint for the service (sts, glue, lakeformation), or a proxy in HTTPS_PROXY; then {retry_later}",
+                    limits.endpoint
+                ),
+            }
         }
         FailureKind::Credentials => {
-            return CatalogError::UpstreamAccessDenied {
+            return CatalogError::UpstreamNoCredentials {
                 domain: call.domain.clone(),
-                principal: own_identity,
                 operation: call.operation.clone(),
-                problem: format!("no usable AWS credentials ({})", short(&f.detail)),
-                next: SERVER_CREDENTIALS.into(),
+                problem: format!("govcat has no usable AWS credentials ({})", short(&f.detail)),
+                next: OWN_CREDENTIALS.into(),
             }
         }
         FailureKind::Construction => {
@@ -221,7 +232,7 @@ pub(crate) fn classify(f: &Failure, call: &Call, limits: &Limits) -> CatalogErro
                 domain: call.domain.clone(),
                 operation: call.operation.clone(),
                 problem: format!("the request could not be built ({})", f.detail),
-                next: "check the server's AWS configuration: credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or an instance role), AWS_ENDPOINT_URL and the region".into(),
+                next: "check govcat's AWS configuration: credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or an instance role), AWS_ENDPOINT_URL and the region".into(),
             }
         }
         FailureKind::Response if f.status.is_none_or(|s| s < 400) => {
@@ -254,9 +265,9 @@ pub(crate) fn classify(f: &Failure, call: &Call, limits: &Limits) -> CatalogErro
             operation: call.operation.clone(),
             problem: f.what_upstream_said(),
             next: if call.assume_role {
-                SERVER_CREDENTIALS.into()
+                OWN_CREDENTIALS.into()
             } else {
-                format!("the temporary credentials of {} were refused; retry (govcat assumes the role again), and if it persists check the server's clock and the role's maximum session duration", call.role_arn)
+                format!("the temporary credentials of {} were refused; retry (govcat assumes the role again), and if it persists check this machine's clock and the role's maximum session duration", call.role_arn)
             },
         };
     }
@@ -268,7 +279,7 @@ pub(crate) fn classify(f: &Failure, call: &Call, limits: &Limits) -> CatalogErro
                 operation: call.operation.clone(),
                 problem: f.what_upstream_said(),
                 next: format!(
-                    "check the trust policy of {}: it must let the server's identity assume the role, and its sts:ExternalId condition must equal external_id in the govcat AWS config",
+                    "check the trust policy of {}: it must let govcat's own AWS identity assume the role, and its sts:ExternalId condition must equal external_id in the govcat AWS config",
                     call.role_arn
                 ),
             }
@@ -333,7 +344,7 @@ mod tests {
         }
     }
 
-    const RETRY: &str = "retry later (govcat made up to 3 attempt(s) with backoff within a 10000 ms deadline); if it persists, check that http://127.0.0.1:9 is reachable and healthy";
+    const RETRY: &str = "retry later (govcat made up to 3 attempts with backoff within a 10000 ms deadline); if it persists, check that http://127.0.0.1:9 is reachable and healthy";
 
     #[test]
     fn throttling_is_unavailable_with_retry_later() {
@@ -381,8 +392,14 @@ mod tests {
                 detail: "connection refused".into(),
             };
             let e = classify(&f, &call(false), &limits());
+            // No answer at all names where the way out may be missing (endpoint, proxy).
+            let network = "check that http://127.0.0.1:9 is reachable from where govcat runs: in a private subnet without internet access that needs a VPC interface endpoint for the service (sts, glue, lakeformation), or a proxy in HTTPS_PROXY; then ";
+            let want = match kind {
+                FailureKind::Dispatch => format!("{network}{RETRY}"),
+                _ => RETRY.to_string(),
+            };
             assert!(
-                matches!(e, CatalogError::UpstreamUnavailable { ref next, .. } if next == RETRY),
+                matches!(e, CatalogError::UpstreamUnavailable { ref next, .. } if *next == want),
                 "{kind:?}: {e:?}"
             );
         }
@@ -403,10 +420,10 @@ mod tests {
             e,
             CatalogError::UpstreamAccessDenied {
                 domain: "policy".into(),
-                principal: "the server's own identity".into(),
+                principal: "govcat's own AWS identity".into(),
                 operation: "glue:GetTable on policy_curated.customer".into(),
                 problem: "AccessDenied: not authorized to perform sts:AssumeRole".into(),
-                next: "check the trust policy of arn:aws:iam::210000000001:role/govcat-reader: it must let the server's identity assume the role, and its sts:ExternalId condition must equal external_id in the govcat AWS config".into(),
+                next: "check the trust policy of arn:aws:iam::210000000001:role/govcat-reader: it must let govcat's own AWS identity assume the role, and its sts:ExternalId condition must equal external_id in the govcat AWS config".into(),
             }
         );
     }
