@@ -578,12 +578,68 @@ fn parse_args<T: for<'de> Deserialize<'de>>(name: &str, args: Value) -> Result<T
             format!("the arguments of '{name}' are {got}; send them as one JSON object keyed by argument name, as its inputSchema says"),
         ));
     }
+    check_catalog_names(name, &args)?;
     serde_json::from_value(args).map_err(|e| {
         ToolError::new(
             "InvalidArguments",
             format!("arguments of '{name}' do not match its inputSchema: {e}; see the tool's inputSchema"),
         )
     })
+}
+
+/// Longest Glue database or table name.
+const MAX_GLUE_NAME_CHARS: usize = 255;
+
+/// `domain`, `table` and each of `domains` must be names Glue could hold: 1 to 255
+/// characters, no control characters (Glue's single-line string pattern). Anything else names
+/// nothing in any catalog, so it is refused by name instead of being read as a new table.
+fn check_catalog_names(tool: &str, args: &Value) -> Result<(), ToolError> {
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    for key in ["domain", "table"] {
+        if let Some(v) = args.get(key).and_then(Value::as_str) {
+            names.push((key, v));
+        }
+    }
+    if let Some(list) = args.get("domains").and_then(Value::as_array) {
+        names.extend(
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(|v| ("domains", v)),
+        );
+    }
+    for (key, value) in names {
+        let chars = value.chars().count();
+        let problem = if chars == 0 {
+            Some("is empty".to_string())
+        } else if chars > MAX_GLUE_NAME_CHARS {
+            Some(format!(
+                "has {chars} characters, more than the {MAX_GLUE_NAME_CHARS} a Glue name may have"
+            ))
+        } else {
+            value
+                .chars()
+                .find(|c| c.is_control() && *c != '\t')
+                .map(|c| {
+                    format!(
+                        "holds the control character U+{:04X}, which no Glue name may hold",
+                        c as u32
+                    )
+                })
+        };
+        if let Some(problem) = problem {
+            let shown: String = value
+                .chars()
+                .take(60)
+                .flat_map(char::escape_debug)
+                .collect();
+            return Err(ToolError::new(
+                "InvalidArguments",
+                format!("'{key}' of '{tool}' (\"{shown}\") {problem}; give the domain or table name as the catalog spells it (list_domains lists the domains you may read)"),
+            )
+            .with("argument", key.to_string()));
+        }
+    }
+    Ok(())
 }
 
 fn to_outcome<T: Serialize>(name: &str, result: Result<T, ToolError>) -> Outcome {
