@@ -59,19 +59,20 @@ phrasings); omitted or [] means the description alone.";
 #[serde(deny_unknown_fields)]
 pub struct Input {
     /// What the column holds, in your words (1-1000 characters).
-    #[schemars(length(max = MAX_DESCRIPTION_CHARS))]
+    #[schemars(length(min = 1, max = MAX_DESCRIPTION_CHARS))]
     pub description: String,
     /// Other phrasings of what the column holds, each searched as given (see
     /// [`ALTERNATIVES_DESCRIPTION`], what the schema says).
     #[serde(default)]
-    #[schemars(description = ALTERNATIVES_DESCRIPTION, length(max = MAX_ALTERNATIVES), inner(length(max = MAX_ALTERNATIVE_CHARS)))]
+    #[schemars(description = ALTERNATIVES_DESCRIPTION, length(max = MAX_ALTERNATIVES), inner(length(min = 1, max = MAX_ALTERNATIVE_CHARS)), extend("uniqueItems" = true))]
     pub alternatives: Option<Vec<String>>,
     /// Domains to search (at most 64); omitted = every domain you may read.
     #[serde(default)]
-    #[schemars(length(max = MAX_DOMAINS))]
+    #[schemars(length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
     pub domains: Option<Vec<Domain>>,
     /// Kinds of entries: column, ontology_value; omitted = both.
     #[serde(default)]
+    #[schemars(extend("uniqueItems" = true))]
     pub kinds: Option<Vec<Kind>>,
     /// Page size, 1-50; default 10.
     #[serde(default)]
