@@ -602,3 +602,45 @@ fn list_domains_returns_the_ontology_when_asked() {
         ]
     );
 }
+
+/// Every float an answer shows is short: similarity to 3 places (an `f32` written as a JSON
+/// double used to show 0.5809999704360962), scores to 6 (the total order `score desc, id asc`
+/// must hold for the numbers shown), confidences and shares to 3.
+#[test]
+fn answers_show_floats_without_binary_noise() {
+    fn floats(v: &Value, at: String, out: &mut Vec<(String, f64)>) {
+        match v {
+            Value::Number(n) if !n.is_i64() && !n.is_u64() => out.push((at, n.as_f64().unwrap())),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, x)| floats(x, format!("{at}/{i}"), out)),
+            Value::Object(o) => o
+                .iter()
+                .for_each(|(k, x)| floats(x, format!("{at}/{k}"), out)),
+            _ => {}
+        }
+    }
+    let ctx = common::hashed().context();
+    let caller = govcat::catalog::Caller::local();
+    let mut similarities = 0;
+    for (tool, args) in examples() {
+        let mut found = Vec::new();
+        floats(
+            &common::call_ok(&ctx, &caller, tool, args),
+            String::new(),
+            &mut found,
+        );
+        for (at, x) in found {
+            let places = if at.ends_with("/score") { 6 } else { 3 };
+            let scale = 10f64.powi(places);
+            assert_eq!(
+                (x * scale).round() / scale,
+                x,
+                "{tool} {at}: {x} has more than {places} places"
+            );
+            similarities += usize::from(at.ends_with("/similarity"));
+        }
+    }
+    assert!(similarities > 0, "no similarity was shown");
+}

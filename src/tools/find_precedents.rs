@@ -112,7 +112,8 @@ pub struct Entry {
     pub dense_rank: Option<u32>,
     /// Cosine similarity to the description, when the dense side found the entry. With
     /// alternatives, `bm25_rank`, `dense_rank` and `similarity` are those of the first phrasing
-    /// in `matched_by`.
+    /// in `matched_by`. Shown to 3 places (the search uses the value as computed).
+    #[serde(serialize_with = "super::shown_to_3_places")]
     pub similarity: Option<f32>,
     /// The phrasings that found this entry, in input order (description first), each with the
     /// entry's rank in that phrasing's own hybrid (or bm25/dense) list.

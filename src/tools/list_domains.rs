@@ -17,9 +17,8 @@ it); when your scopes grant none, entries is empty and note says so. With includ
 true it also returns ontology: every tag key with its allowed values.";
 
 /// What the schema says of `include_ontology`.
-pub const INCLUDE_ONTOLOGY_DESCRIPTION: &str = "true: the answer also carries ontology, every \
-tag key with its allowed values (what suggest_tags proposes and resolve_lf_tag accepts), for \
-hosts that cannot read the resource govcat://ontology/lf-tags. Default false.";
+pub const INCLUDE_ONTOLOGY_DESCRIPTION: &str =
+    "true: also return ontology, every tag key with its allowed values. Default false.";
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -187,6 +187,16 @@ impl Context {
     }
 }
 
+/// Serialises an `f32` score to 3 decimal places as the answer shows it: an `f32` written as
+/// JSON's double prints its binary noise (0.5809999704360962 for 0.581). Only the answer is
+/// rounded; ranking and every figure computed from the value use it as computed.
+pub fn shown_to_3_places<S: serde::Serializer>(x: &Option<f32>, s: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(v) => s.serialize_some(&((f64::from(*v) * 1000.0).round() / 1000.0)),
+        None => s.serialize_none(),
+    }
+}
+
 /// The error kind of an argument over one of the bounds of [`crate::limits`].
 pub const LIMIT_EXCEEDED: &str = "LimitExceeded";
 
@@ -889,6 +899,19 @@ mod tests {
                 }
             })
         );
+    }
+
+    #[test]
+    fn an_f32_is_shown_to_3_places_without_its_binary_noise() {
+        #[derive(Serialize)]
+        struct Shown(#[serde(serialize_with = "shown_to_3_places")] Option<f32>);
+        assert_eq!(f64::from(0.581f32).to_string(), "0.5809999704360962");
+        assert_eq!(serde_json::to_string(&Shown(Some(0.581))).unwrap(), "0.581");
+        assert_eq!(
+            serde_json::to_string(&Shown(Some(0.5553))).unwrap(),
+            "0.555"
+        );
+        assert_eq!(serde_json::to_string(&Shown(None)).unwrap(), "null");
     }
 
     /// Rule 4: no description explains away an empty result.
