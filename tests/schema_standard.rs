@@ -644,3 +644,44 @@ fn answers_show_floats_without_binary_noise() {
     }
     assert!(similarities > 0, "no similarity was shown");
 }
+
+/// A host reads the schemas, not govcat's documents or code: no description points at a rule
+/// number, a pipeline stage, a module, a rustdoc link or a command it cannot run. Two `$defs`
+/// come from types outside `src/tools` and still do; they are listed so that no new one slips in.
+#[test]
+fn no_published_description_points_at_what_a_host_cannot_see() {
+    const OWNED_ELSEWHERE: &[&str] = &[
+        // retrieval::PhrasingFusion: "(stage 5 of [`search`])".
+        "/$defs/PhrasingFusion",
+        // catalog::Unreadable: "(for counts, rule 14)".
+        "/$defs/Unreadable",
+    ];
+    let words = [
+        "rule ",
+        "stage ",
+        " module",
+        "[`",
+        "govcat index",
+        "FIDELITY",
+        "DESIGN.md",
+    ];
+    let mut found = Vec::new();
+    for (name, schema) in published_schemas() {
+        let mut all = Vec::new();
+        nodes(&schema, "#".into(), &mut all);
+        for (at, node) in all {
+            let Some(d) = node.get("description").and_then(Value::as_str) else {
+                continue;
+            };
+            if OWNED_ELSEWHERE.iter().any(|o| at.ends_with(o)) {
+                continue;
+            }
+            for w in words {
+                if d.contains(w) {
+                    found.push(format!("{name} {at}: '{w}' in {d:?}"));
+                }
+            }
+        }
+    }
+    assert_eq!(found, Vec::<String>::new());
+}

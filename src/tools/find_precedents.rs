@@ -119,8 +119,13 @@ pub struct Entry {
     /// entry's rank in that phrasing's own hybrid (or bm25/dense) list.
     pub matched_by: Vec<MatchedBy>,
     /// How often an entry with this evidence was a direct precedent (the same kind of data)
-    /// on labelled catalogs, 0-1 (`precedent` module). When no entry reaches 0.5, the catalog
-    /// holds no column of this kind: these are the nearest entries, not precedents.
+    /// on labelled catalogs, 0-1 (fitted in the `precedent` module). When no entry reaches 0.5,
+    /// the catalog holds no column of this kind: these are the nearest entries, not precedents.
+    #[schemars(
+        description = "How often an entry with this evidence was a direct precedent (the \
+same kind of data) on labelled catalogs, 0-1. When no entry reaches 0.5, the catalog holds no \
+column of this kind: these are the nearest entries, not precedents."
+    )]
     pub precedent_confidence: f64,
 }
 
@@ -141,6 +146,10 @@ pub enum ScopeSource {
 
 /// What actually ran (rule 11). No credentials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(
+    description = "What actually ran: the request as it was searched, with the \
+snapshot and the settings in effect. No credentials."
+)]
 pub struct RequestEcho {
     pub description: String,
     /// Your alternatives exactly as searched (trimmed), in input order; empty when none.

@@ -118,6 +118,7 @@ pub struct Candidate {
 
 /// Columns left out of the shares of one key, by reason (rule 14).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "Columns left out of the shares of one key, by reason.")]
 pub struct Excluded {
     pub withheld: usize,
     pub not_collected: usize,
@@ -168,6 +169,10 @@ pub struct Proposal {
     pub unmeasured: BTreeMap<String, String>,
     /// What the confidences were measured on; `null` for a snapshot built without
     /// calibration (rebuild it with `govcat index`).
+    #[schemars(
+        description = "What the confidences were measured on; null when the served \
+snapshot was built without calibration (the operator's rebuild of the snapshot adds it)."
+    )]
     pub calibration: Option<CalibrationInfo>,
 }
 
