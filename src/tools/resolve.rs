@@ -13,13 +13,13 @@ use crate::ontology::{Ontology, Resolution};
 
 pub const DESCRIPTION: &str =
     "Call this last, with the full tag set you and the user chose, to check it against the \
-governance ontology (5 keys, 21 values; resource govcat://ontology/lf-tags) with the same \
-resolve() the pipelines use. Pass tags: {key: value} for every key (sensitivity, residency, \
-subject_type, retention, lawful_basis), lower case, exactly as the ontology spells them. A \
-complete valid set comes back with the ontology version. An unknown key or value is an error \
-listing the allowed keys or values: pick one of them. A set that lacks keys asks for each \
-missing key with its allowed values (input_required): ask the user and call again with the full \
-set.";
+governance ontology with the same resolve() the pipelines use. Pass tags: one value for every \
+key; the keys, what each means and its allowed values are the properties of the tags schema \
+(also in list_domains with include_ontology true, and the resource govcat://ontology/lf-tags), \
+spelled exactly as there. A complete valid set comes back with the ontology version. An unknown \
+key or value is an error listing the allowed keys or values: pick one of them. A key left out \
+or null is asked for with its allowed values (input_required): ask the user and call again \
+with the full set.";
 
 /// What the schema says of `tags`.
 pub const TAGS_DESCRIPTION: &str = "One value per ontology key, e.g. {\"sensitivity\": \"high\", \
