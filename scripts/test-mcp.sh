@@ -6,10 +6,16 @@
 #      against /mcp of a server started here and stopped on exit, even on failure: the tool
 #      list (with --strict schema checks), two tool calls (one an error result), the ontology
 #      resource, the prompt list and one prompt; any line it prints on stderr fails the run;
-#   3. the MCP conformance suite (npm @modelcontextprotocol/conformance) against that server.
+#   3. the MCP conformance suite (npm @modelcontextprotocol/conformance) against that server;
+#   4. the client-compatibility suite (tests/python/frameworks/compat.py): the six tools through
+#      each agent framework's own MCP client and conversion for its model — OpenAI Agents
+#      (strict), LangChain (strict), pydantic-ai, google-genai (Gemini), the official Python SDK
+#      1.x and the TypeScript SDK — over HTTP and stdio of servers it starts and stops; pinned in
+#      scripts/requirements-frameworks.txt and scripts/setup-frameworks.sh.
 # Prints the Inspector and conformance tables (the suite's fixture-only scenarios labelled not
 # applicable, the required ones as the verdict); fails if pytest fails, the Inspector warns or
-# answers unexpectedly, or a required scenario fails.
+# answers unexpectedly, a required scenario fails, or any stack cannot load, convert or call a
+# tool, or its conversion drops an argument, its description or a bound.
 #
 # Usage: scripts/test-mcp.sh            (GOVCAT_BIN overrides target/debug/govcat)
 # Needs: python3, npm (Node 22 is installed into .tools/ by scripts/setup-node.sh), the model
@@ -39,6 +45,7 @@ if [ ! -f index/CURRENT ]; then
   "$GOVCAT_BIN" index
 fi
 scripts/setup-python.sh
+scripts/setup-frameworks.sh
 NODE_BIN="$(scripts/setup-node.sh)"
 export PATH="$NODE_BIN:$PATH"
 
@@ -156,6 +163,10 @@ for s in "${REQUIRED_NEXT[@]}" "${INFO_NEXT[@]}"; do
   fi
   printf '%-52s %-10s %s\n' "$s [$kind]" "$result" "${counts:-no result}"
 done
+
+echo
+echo "== client compatibility: agent frameworks' MCP clients and conversions =="
+COMPAT_NODE="$NODE_BIN/node" .venv-frameworks/bin/python tests/python/frameworks/compat.py || status=1
 
 if [ "$status" -ne 0 ]; then
   echo "test-mcp: FAILED (see above)" >&2

@@ -59,19 +59,20 @@ phrasings); omitted or [] means the description alone.";
 #[serde(deny_unknown_fields)]
 pub struct Input {
     /// What the column holds, in your words (1-1000 characters).
-    #[schemars(length(max = MAX_DESCRIPTION_CHARS))]
+    #[schemars(length(min = 1, max = MAX_DESCRIPTION_CHARS))]
     pub description: String,
     /// Other phrasings of what the column holds, each searched as given (see
     /// [`ALTERNATIVES_DESCRIPTION`], what the schema says).
     #[serde(default)]
-    #[schemars(description = ALTERNATIVES_DESCRIPTION, length(max = MAX_ALTERNATIVES), inner(length(max = MAX_ALTERNATIVE_CHARS)))]
+    #[schemars(description = ALTERNATIVES_DESCRIPTION, length(max = MAX_ALTERNATIVES), inner(length(min = 1, max = MAX_ALTERNATIVE_CHARS)), extend("uniqueItems" = true))]
     pub alternatives: Option<Vec<String>>,
     /// Domains to search (at most 64); omitted = every domain you may read.
     #[serde(default)]
-    #[schemars(length(max = MAX_DOMAINS))]
+    #[schemars(length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
     pub domains: Option<Vec<Domain>>,
     /// Kinds of entries: column, ontology_value; omitted = both.
     #[serde(default)]
+    #[schemars(extend("uniqueItems" = true))]
     pub kinds: Option<Vec<Kind>>,
     /// Page size, 1-50; default 10.
     #[serde(default)]
@@ -111,14 +112,20 @@ pub struct Entry {
     pub dense_rank: Option<u32>,
     /// Cosine similarity to the description, when the dense side found the entry. With
     /// alternatives, `bm25_rank`, `dense_rank` and `similarity` are those of the first phrasing
-    /// in `matched_by`.
+    /// in `matched_by`. Shown to 3 places (the search uses the value as computed).
+    #[serde(serialize_with = "super::shown_to_3_places")]
     pub similarity: Option<f32>,
     /// The phrasings that found this entry, in input order (description first), each with the
     /// entry's rank in that phrasing's own hybrid (or bm25/dense) list.
     pub matched_by: Vec<MatchedBy>,
     /// How often an entry with this evidence was a direct precedent (the same kind of data)
-    /// on labelled catalogs, 0-1 (`precedent` module). When no entry reaches 0.5, the catalog
-    /// holds no column of this kind: these are the nearest entries, not precedents.
+    /// on labelled catalogs, 0-1 (fitted in the `precedent` module). When no entry reaches 0.5,
+    /// the catalog holds no column of this kind: these are the nearest entries, not precedents.
+    #[schemars(
+        description = "How often an entry with this evidence was a direct precedent (the \
+same kind of data) on labelled catalogs, 0-1. When no entry reaches 0.5, the catalog holds no \
+column of this kind: these are the nearest entries, not precedents."
+    )]
     pub precedent_confidence: f64,
 }
 
@@ -139,6 +146,10 @@ pub enum ScopeSource {
 
 /// What actually ran (rule 11). No credentials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(
+    description = "What actually ran: the request as it was searched, with the \
+snapshot and the settings in effect. No credentials."
+)]
 pub struct RequestEcho {
     pub description: String,
     /// Your alternatives exactly as searched (trimmed), in input order; empty when none.

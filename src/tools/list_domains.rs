@@ -9,15 +9,33 @@ use crate::catalog::{read_domain, Domain, Unreadable};
 
 pub const DESCRIPTION: &str =
     "Call this to learn which domains exist (the names to pass as domain or domains to the other \
-tools) and who owns them. No arguments. Returns the domains you may read, ordered by name \
+tools) and who owns them. Returns the domains you may read, ordered by name \
 (sort_key name asc), each with owner, description, account id and dataset and column counts. \
 Counts exclude tables that could not be read; such an entry carries counts_excluded with the \
 number and the reason. A domain outside your scopes is not listed (catalog:<domain>:read grants \
-it); when your scopes grant none, entries is empty and note says so.";
+it); when your scopes grant none, entries is empty and note says so. With include_ontology \
+true it also returns ontology: every tag key with its allowed values.";
+
+/// What the schema says of `include_ontology`.
+pub const INCLUDE_ONTOLOGY_DESCRIPTION: &str =
+    "true: also return ontology, every tag key with its allowed values. Default false.";
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {}
+pub struct Input {
+    /// Whether the answer also lists the ontology (see [`INCLUDE_ONTOLOGY_DESCRIPTION`]).
+    #[schemars(description = INCLUDE_ONTOLOGY_DESCRIPTION)]
+    #[serde(default)]
+    pub include_ontology: Option<bool>,
+}
+
+/// One tag key and its allowed values, in the ontology's order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KeyValues {
+    pub key: String,
+    pub description: String,
+    pub values: Vec<String>,
+}
 
 /// What the counts of an entry leave out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -47,6 +65,9 @@ pub struct Output {
     /// says so, with the scopes that would (an empty list here is never an empty catalog).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Only with include_ontology: the tag keys and their allowed values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ontology: Option<Vec<KeyValues>>,
     pub sort_key: String,
     #[serde(rename = "ttlMs")]
     pub ttl_ms: u64,
@@ -54,7 +75,7 @@ pub struct Output {
     pub cache_scope: CacheScope,
 }
 
-pub fn run(ctx: &Context, caller: &Caller, _input: Input) -> Result<Output, ToolError> {
+pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolError> {
     let mut entries = Vec::new();
     let mut hidden = Vec::new();
     for d in ctx.source.list_domains(caller)? {
@@ -86,9 +107,21 @@ pub fn run(ctx: &Context, caller: &Caller, _input: Input) -> Result<Output, Tool
             hidden.join(" ")
         )
     });
+    let ontology = input.include_ontology.unwrap_or(false).then(|| {
+        ctx.ontology
+            .keys
+            .iter()
+            .map(|k| KeyValues {
+                key: k.key.0.clone(),
+                description: k.description.clone(),
+                values: k.values.iter().map(|v| v.value.0.clone()).collect(),
+            })
+            .collect()
+    });
     Ok(Output {
         entries,
         note,
+        ontology,
         sort_key: "name asc".into(),
         ttl_ms: ctx.source_ttl_ms(),
         cache_scope: CacheScope::Private,

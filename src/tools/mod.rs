@@ -84,7 +84,10 @@ pub struct Context {
 }
 
 impl Context {
+    /// The context of `ontology` and `source`. Its ontology becomes the one the published tool
+    /// list speaks ([`publish_ontology`]): resolve_lf_tag's schema names its keys and values.
     pub fn new(ontology: Ontology, source: Box<dyn CatalogSource>) -> Context {
+        publish_ontology(&ontology);
         Context {
             ontology,
             source,
@@ -181,6 +184,16 @@ impl Context {
                 domain,
             )]))
         }
+    }
+}
+
+/// Serialises an `f32` score to 3 decimal places as the answer shows it: an `f32` written as
+/// JSON's double prints its binary noise (0.5809999704360962 for 0.581). Only the answer is
+/// rounded; ranking and every figure computed from the value use it as computed.
+pub fn shown_to_3_places<S: serde::Serializer>(x: &Option<f32>, s: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(v) => s.serialize_some(&((f64::from(*v) * 1000.0).round() / 1000.0)),
+        None => s.serialize_none(),
     }
 }
 
@@ -464,6 +477,83 @@ impl schemars::transform::Transform for NullableAsAnyOf {
     }
 }
 
+/// The published form of an input schema: what every client stack we test converts for its
+/// model without losing an argument's meaning (`scripts/test-mcp.sh`, frameworks suite).
+/// - `$ref`s are inlined and `$defs` dropped: strict converters (OpenAI Agents) refuse a bare
+///   `$ref`, and Gemini's replaces the property's description with the target's. The property's
+///   own keywords win over the target's.
+/// - No boolean `additionalProperties`: Gemini's converter takes the keyword's value for a
+///   schema and crashes on `false`; strict converters close every object themselves. The server
+///   still refuses an unknown argument by name (`deny_unknown_fields` on every `Input`).
+/// - Every object has `properties` (LangChain's `StructuredTool.args` reads it).
+/// - A nullable property's description is also on its non-null branch: Gemini unwraps
+///   `anyOf: [X, null]` to `X` and keeps only what `X` says.
+/// - The root's `title` (the Rust type's name, `Input`) is dropped: it tells a model nothing.
+pub fn portable_input(mut schema: Value) -> Value {
+    let defs = schema
+        .as_object_mut()
+        .and_then(|root| {
+            root.remove("title");
+            root.remove("$defs")
+        })
+        .and_then(|d| d.as_object().cloned())
+        .unwrap_or_default();
+    portable_node(&mut schema, &defs);
+    schema
+}
+
+fn portable_node(node: &mut Value, defs: &Map<String, Value>) {
+    let Some(obj) = node.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::String(reference)) = obj.remove("$ref") {
+        let target = reference
+            .strip_prefix("#/$defs/")
+            .and_then(|name| defs.get(name))
+            .and_then(Value::as_object);
+        for (k, v) in target.into_iter().flatten() {
+            obj.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    if obj
+        .get("additionalProperties")
+        .is_some_and(Value::is_boolean)
+    {
+        obj.remove("additionalProperties");
+    }
+    if obj.get("type") == Some(&json!("object")) {
+        obj.entry("properties").or_insert_with(|| json!({}));
+    }
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        for prop in props.values_mut() {
+            portable_node(prop, defs);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(sub) = obj.get_mut(key) {
+            portable_node(sub, defs);
+        }
+    }
+    let description = obj.get("description").cloned();
+    if let Some(Value::Array(branches)) = obj.get_mut("anyOf") {
+        let null = json!({"type": "null"});
+        let nullable = branches.len() == 2 && branches.contains(&null);
+        for branch in branches.iter_mut() {
+            portable_node(branch, defs);
+            if let (true, Some(d), Some(b)) = (nullable, &description, branch.as_object_mut()) {
+                if b.get("type") != Some(&json!("null")) {
+                    b.insert("description".into(), d.clone());
+                }
+            }
+        }
+    }
+}
+
+/// A tool's published input schema: generated from its `Input` type, in the portable form.
+fn input_schema<T: JsonSchema>() -> Value {
+    portable_input(schema::<T>())
+}
+
 /// A validator for one of govcat's schemas under JSON Schema 2020-12 that checks formats and
 /// refuses a schema with a format the draft does not define (what strict clients do).
 pub fn strict_validator(schema: &Value) -> Result<jsonschema::Validator, String> {
@@ -475,55 +565,92 @@ pub fn strict_validator(schema: &Value) -> Result<jsonschema::Validator, String>
         .map_err(|e| e.to_string())
 }
 
-/// All tools, in a fixed order.
+/// The ontology the tool list speaks until a [`Context`] names one: the shipped file (the
+/// default `--ontology`), compiled in like the built-in abbreviations.
+const BUILT_IN_ONTOLOGY: &str = include_str!("../../ontology/lf-tags.json");
+
+/// The tool list of the ontology last published, and that ontology's vocabulary.
+struct Published {
+    vocabulary: String,
+    specs: &'static [ToolSpec],
+}
+
+static PUBLISHED: std::sync::RwLock<Option<Published>> = std::sync::RwLock::new(None);
+
+/// Makes `ontology` the one the tool list speaks (resolve_lf_tag's tag schema: one property per
+/// key, its values as an enum) and returns that list. A list is built once per vocabulary and
+/// kept for the life of the process, so `&'static` handles stay valid across a rebuild that
+/// changes the ontology (a few tens of KB per governance edit).
+pub fn publish_ontology(ontology: &Ontology) -> &'static [ToolSpec] {
+    let vocabulary = serde_json::to_string(&ontology.keys).unwrap_or_default();
+    let mut published = PUBLISHED.write().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = published.as_ref().filter(|p| p.vocabulary == vocabulary) {
+        return p.specs;
+    }
+    let specs: &'static [ToolSpec] = Box::leak(build_specs(ontology).into_boxed_slice());
+    *published = Some(Published { vocabulary, specs });
+    specs
+}
+
+/// All tools, in a fixed order, as the ontology last published speaks them.
 pub fn specs() -> &'static [ToolSpec] {
-    static SPECS: OnceLock<Vec<ToolSpec>> = OnceLock::new();
-    SPECS.get_or_init(|| {
-        vec![
-            ToolSpec {
-                name: "find_precedents",
-                title: "Find precedent columns and ontology values",
-                description: find_precedents::DESCRIPTION,
-                input_schema: schema::<find_precedents::Input>(),
-                output_schema: schema::<find_precedents::Output>(),
-            },
-            ToolSpec {
-                name: "suggest_tags",
-                title: "Suggest tags from precedent, with evidence",
-                description: suggest_tags::DESCRIPTION,
-                input_schema: schema::<suggest_tags::Input>(),
-                output_schema: schema::<suggest_tags::Output>(),
-            },
-            ToolSpec {
-                name: "list_domains",
-                title: "List catalog domains",
-                description: list_domains::DESCRIPTION,
-                input_schema: schema::<list_domains::Input>(),
-                output_schema: schema::<list_domains::Output>(),
-            },
-            ToolSpec {
-                name: "get_dataset",
-                title: "Read one dataset live",
-                description: get_dataset::DESCRIPTION,
-                input_schema: schema::<get_dataset::Input>(),
-                output_schema: schema::<get_dataset::Output>(),
-            },
-            ToolSpec {
-                name: "resolve_lf_tag",
-                title: "Validate a tag set against the ontology",
-                description: resolve::DESCRIPTION,
-                input_schema: schema::<resolve::Input>(),
-                output_schema: schema::<resolve::Output>(),
-            },
-            ToolSpec {
-                name: "check_grant_expression",
-                title: "Evaluate a role's LF-tag grant on a dataset",
-                description: check_grant::DESCRIPTION,
-                input_schema: schema::<check_grant::Input>(),
-                output_schema: schema::<check_grant::Output>(),
-            },
-        ]
-    })
+    if let Some(p) = PUBLISHED.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return p.specs;
+    }
+    match Ontology::parse(
+        BUILT_IN_ONTOLOGY,
+        std::path::Path::new("ontology/lf-tags.json"),
+    ) {
+        Ok(ontology) => publish_ontology(&ontology),
+        Err(e) => panic!("the built-in ontology does not parse: {e}"),
+    }
+}
+
+fn build_specs(ontology: &Ontology) -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "find_precedents",
+            title: "Find precedent columns and ontology values",
+            description: find_precedents::DESCRIPTION,
+            input_schema: input_schema::<find_precedents::Input>(),
+            output_schema: schema::<find_precedents::Output>(),
+        },
+        ToolSpec {
+            name: "suggest_tags",
+            title: "Suggest tags from precedent, with evidence",
+            description: suggest_tags::DESCRIPTION,
+            input_schema: input_schema::<suggest_tags::Input>(),
+            output_schema: schema::<suggest_tags::Output>(),
+        },
+        ToolSpec {
+            name: "list_domains",
+            title: "List catalog domains",
+            description: list_domains::DESCRIPTION,
+            input_schema: input_schema::<list_domains::Input>(),
+            output_schema: schema::<list_domains::Output>(),
+        },
+        ToolSpec {
+            name: "get_dataset",
+            title: "Read one dataset live",
+            description: get_dataset::DESCRIPTION,
+            input_schema: input_schema::<get_dataset::Input>(),
+            output_schema: schema::<get_dataset::Output>(),
+        },
+        ToolSpec {
+            name: "resolve_lf_tag",
+            title: "Validate a tag set against the ontology",
+            description: resolve::DESCRIPTION,
+            input_schema: resolve::input_schema(ontology, input_schema::<resolve::Input>()),
+            output_schema: schema::<resolve::Output>(),
+        },
+        ToolSpec {
+            name: "check_grant_expression",
+            title: "Evaluate a role's LF-tag grant on a dataset",
+            description: check_grant::DESCRIPTION,
+            input_schema: input_schema::<check_grant::Input>(),
+            output_schema: schema::<check_grant::Output>(),
+        },
+    ]
 }
 
 pub fn spec(name: &str) -> Option<&'static ToolSpec> {
@@ -764,17 +891,95 @@ mod tests {
         assert_eq!(ttl_ms(now, Some(last), Some(HOUR)), 0);
     }
 
+    /// The published form says nothing of other properties (Gemini's converter crashes on a
+    /// boolean `additionalProperties`), so the refusal is the server's: by name, for every tool.
     #[test]
-    fn every_input_schema_refuses_unknown_properties() {
+    fn every_tool_refuses_an_unknown_argument_by_name() {
+        fn refused<T: for<'de> Deserialize<'de>>(name: &str, args: Value) -> String {
+            match parse_args::<T>(name, args) {
+                Ok(_) => panic!("{name} took an unknown argument"),
+                Err(e) => {
+                    assert_eq!(e.kind, "InvalidArguments", "{name}");
+                    e.message
+                }
+            }
+        }
+        let colour = |mut args: Value| {
+            args["colour"] = json!("red");
+            args
+        };
+        let messages = [
+            refused::<find_precedents::Input>(
+                "find_precedents",
+                colour(json!({"description": "x"})),
+            ),
+            refused::<suggest_tags::Input>("suggest_tags", colour(json!({"description": "x"}))),
+            refused::<list_domains::Input>("list_domains", colour(json!({}))),
+            refused::<get_dataset::Input>(
+                "get_dataset",
+                colour(json!({"domain": "d", "table": "t"})),
+            ),
+            refused::<resolve::Input>("resolve_lf_tag", colour(json!({"tags": {}}))),
+            refused::<check_grant::Input>(
+                "check_grant_expression",
+                colour(json!({"role": "r", "domain": "d", "table": "t"})),
+            ),
+        ];
+        for m in messages {
+            assert!(m.contains("unknown field `colour`"), "{m}");
+        }
         for s in specs() {
-            assert_eq!(
-                s.input_schema["additionalProperties"],
-                Value::Bool(false),
-                "tool {}",
-                s.name
-            );
+            assert_eq!(s.input_schema["type"], "object", "tool {}", s.name);
             assert_eq!(s.output_schema["type"], "object", "tool {}", s.name);
         }
+    }
+
+    #[test]
+    fn the_portable_form_inlines_references_and_keeps_the_propertys_own_words() {
+        let generated = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "title": "Input",
+            "properties": {
+                "mode": {"description": "hybrid, bm25 or dense.", "anyOf": [{"$ref": "#/$defs/Mode"}, {"type": "null"}], "default": null},
+                "domains": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/Domain"}}, {"type": "null"}]},
+                "nothing": {"type": "object", "additionalProperties": false}
+            },
+            "$defs": {
+                "Mode": {"description": "Which sides run.", "type": "string", "enum": ["hybrid", "bm25", "dense"]},
+                "Domain": {"description": "A domain name.", "type": "string"}
+            }
+        });
+        assert_eq!(
+            portable_input(generated),
+            json!({
+                "type": "object",
+                "properties": {
+                    "mode": {"description": "hybrid, bm25 or dense.", "anyOf": [
+                        {"description": "hybrid, bm25 or dense.", "type": "string", "enum": ["hybrid", "bm25", "dense"]},
+                        {"type": "null"}
+                    ], "default": null},
+                    "domains": {"anyOf": [
+                        {"type": "array", "items": {"description": "A domain name.", "type": "string"}},
+                        {"type": "null"}
+                    ]},
+                    "nothing": {"type": "object", "properties": {}}
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn an_f32_is_shown_to_3_places_without_its_binary_noise() {
+        #[derive(Serialize)]
+        struct Shown(#[serde(serialize_with = "shown_to_3_places")] Option<f32>);
+        assert_eq!(f64::from(0.581f32).to_string(), "0.5809999704360962");
+        assert_eq!(serde_json::to_string(&Shown(Some(0.581))).unwrap(), "0.581");
+        assert_eq!(
+            serde_json::to_string(&Shown(Some(0.5553))).unwrap(),
+            "0.555"
+        );
+        assert_eq!(serde_json::to_string(&Shown(None)).unwrap(), "null");
     }
 
     /// Rule 4: no description explains away an empty result.

@@ -6,24 +6,62 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use serde_json::{json, Map, Value};
+
 use super::{CacheScope, Context, InputRequired, ToolError};
-use crate::ontology::Resolution;
+use crate::ontology::{Ontology, Resolution};
 
 pub const DESCRIPTION: &str =
     "Call this last, with the full tag set you and the user chose, to check it against the \
-governance ontology (5 keys, 21 values; resource govcat://ontology/lf-tags) with the same \
-resolve() the pipelines use. Pass tags: {key: value} for every key (sensitivity, residency, \
-subject_type, retention, lawful_basis), lower case, exactly as the ontology spells them. A \
-complete valid set comes back with the ontology version. An unknown key or value is an error \
-listing the allowed keys or values: pick one of them. A set that lacks keys asks for each \
-missing key with its allowed values (input_required): ask the user and call again with the full \
-set.";
+governance ontology with the same resolve() the pipelines use. Pass tags: one value for every \
+key; the keys, what each means and its allowed values are the properties of the tags schema \
+(also in list_domains with include_ontology true, and the resource govcat://ontology/lf-tags), \
+spelled exactly as there. A complete valid set comes back with the ontology version. An unknown \
+key or value is an error listing the allowed keys or values: pick one of them. A key left out \
+or null is asked for with its allowed values (input_required): ask the user and call again \
+with the full set.";
+
+/// What the schema says of `tags`.
+pub const TAGS_DESCRIPTION: &str = "One value per ontology key, e.g. {\"sensitivity\": \"high\", \
+\"residency\": \"eu\"}; null or omitted: not chosen yet (the answer asks for it).";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Tag key to value, e.g. {"sensitivity": "high", "residency": "eu"}.
-    pub tags: BTreeMap<String, String>,
+    /// The tag set (see [`TAGS_DESCRIPTION`], what the schema says). A key given as null is a key
+    /// not chosen yet (what a strict client sends for it), asked for like a missing one; keys and
+    /// values outside the ontology are refused with the allowed set, so the schema published for
+    /// `tags` is the ontology's own ([`input_schema`]).
+    #[schemars(description = TAGS_DESCRIPTION)]
+    pub tags: BTreeMap<String, Option<String>>,
+}
+
+/// resolve_lf_tag's published input schema: `generated` with `tags` as the ontology's closed
+/// vocabulary, one property per key (its description, its values as an enum, or null for a key
+/// not chosen yet), so that a strict client can send every key and a model can spell every
+/// value before its first call.
+pub fn input_schema(ontology: &Ontology, mut generated: Value) -> Value {
+    let properties: Map<String, Value> = ontology
+        .keys
+        .iter()
+        .map(|k| {
+            let values: Vec<&str> = k.values.iter().map(|v| v.value.0.as_str()).collect();
+            let description = k.description.clone();
+            let schema = json!({
+                "description": description,
+                "anyOf": [
+                    {"type": "string", "enum": values, "description": description},
+                    {"type": "null"}
+                ]
+            });
+            (k.key.0.clone(), schema)
+        })
+        .collect();
+    if let Some(tags) = generated.pointer_mut("/properties/tags") {
+        let description = tags.get("description").cloned().unwrap_or(Value::Null);
+        *tags = json!({"description": description, "type": "object", "properties": properties});
+    }
+    generated
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -43,7 +81,11 @@ pub enum Resolved {
 }
 
 pub fn run(ctx: &Context, input: Input) -> Result<Resolved, ToolError> {
-    let pairs: Vec<(String, String)> = input.tags.into_iter().collect();
+    let pairs: Vec<(String, String)> = input
+        .tags
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v?)))
+        .collect();
     match ctx.ontology.resolve(&pairs)? {
         Resolution::Complete(set) => Ok(Resolved::Complete(Output {
             resolved: set.into_iter().map(|(k, v)| (k.0, v.0)).collect(),
@@ -62,5 +104,41 @@ pub fn run(ctx: &Context, input: Input) -> Result<Resolved, ToolError> {
             ),
             missing,
         })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A catalog with another vocabulary than the demo's (two keys).
+    const SAAS: &str = r#"{"version": "2", "owner": "gov", "description": "SaaS tags",
+        "keys": [
+            {"key": "data_class", "description": "What kind of data.", "values": [
+                {"value": "pii", "description": "Personal.", "implies": "masking"},
+                {"value": "public", "description": "Open.", "implies": "none"}]},
+            {"key": "region", "description": "Where it is stored.", "values": [
+                {"value": "eu_west_1", "description": "Ireland.", "implies": "EU"}]}
+        ]}"#;
+
+    #[test]
+    fn the_tag_schema_is_the_loaded_ontologys_keys_with_their_values() {
+        let ontology = Ontology::parse(SAAS, std::path::Path::new("saas.json")).unwrap();
+        let schema = input_schema(&ontology, super::super::input_schema::<Input>());
+        let tags = &schema["properties"]["tags"];
+        assert_eq!(tags["type"], "object");
+        assert_eq!(tags["description"], TAGS_DESCRIPTION);
+        assert_eq!(
+            tags["properties"],
+            json!({
+                "data_class": {"description": "What kind of data.", "anyOf": [
+                    {"type": "string", "enum": ["pii", "public"], "description": "What kind of data."},
+                    {"type": "null"}]},
+                "region": {"description": "Where it is stored.", "anyOf": [
+                    {"type": "string", "enum": ["eu_west_1"], "description": "Where it is stored."},
+                    {"type": "null"}]}
+            })
+        );
+        assert_eq!(schema["required"], json!(["tags"]));
     }
 }

@@ -65,14 +65,15 @@ pub const PRECEDENT_WEIGHT_EXPONENT: i32 = 2;
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("dependentRequired" = {"table": ["domain"]}))]
 pub struct Input {
     /// What the new column holds (1-1000 characters).
-    #[schemars(length(max = crate::limits::MAX_DESCRIPTION_CHARS))]
+    #[schemars(length(min = 1, max = crate::limits::MAX_DESCRIPTION_CHARS))]
     pub description: String,
     /// Other phrasings of what the new column holds, passed to the precedent search (see
     /// [`find_precedents::ALTERNATIVES_DESCRIPTION`], what the schema says).
     #[serde(default)]
-    #[schemars(description = find_precedents::ALTERNATIVES_DESCRIPTION, length(max = crate::limits::MAX_ALTERNATIVES), inner(length(max = crate::limits::MAX_ALTERNATIVE_CHARS)))]
+    #[schemars(description = find_precedents::ALTERNATIVES_DESCRIPTION, length(max = crate::limits::MAX_ALTERNATIVES), inner(length(min = 1, max = crate::limits::MAX_ALTERNATIVE_CHARS)), extend("uniqueItems" = true))]
     pub alternatives: Option<Vec<String>>,
     /// Keys whose confidence is below this are not proposed (see
     /// [`MIN_CONFIDENCE_DESCRIPTION`], what the schema says).
@@ -117,6 +118,7 @@ pub struct Candidate {
 
 /// Columns left out of the shares of one key, by reason (rule 14).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "Columns left out of the shares of one key, by reason.")]
 pub struct Excluded {
     pub withheld: usize,
     pub not_collected: usize,
@@ -167,6 +169,10 @@ pub struct Proposal {
     pub unmeasured: BTreeMap<String, String>,
     /// What the confidences were measured on; `null` for a snapshot built without
     /// calibration (rebuild it with `govcat index`).
+    #[schemars(
+        description = "What the confidences were measured on; null when the served \
+snapshot was built without calibration (the operator's rebuild of the snapshot adds it)."
+    )]
     pub calibration: Option<CalibrationInfo>,
 }
 

@@ -2,7 +2,7 @@
 //! `domain`) and every prompt, built once from the shared specs, and a rendered prompt as MCP
 //! messages.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use rmcp::model::{
     GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Tool, ToolAnnotations,
@@ -63,11 +63,25 @@ fn as_string_schema(prop: &JsonObject, defs: &JsonObject) -> Option<JsonObject> 
     (out.get("type").and_then(Value::as_str) == Some("string")).then_some(out)
 }
 
-/// Every tool as MCP lists it, built once from `tools::specs()`.
+/// Every tool as MCP lists it, built once per published tool list (`tools::specs()`, which
+/// follows the served ontology) and kept like it for the life of the process.
 pub fn mcp_tools() -> &'static [Tool] {
-    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
-    TOOLS.get_or_init(|| {
-        tools::specs()
+    static TOOLS: RwLock<Option<(usize, &'static [Tool])>> = RwLock::new(None);
+    let specs = tools::specs();
+    let key = specs.as_ptr() as usize;
+    if let Some((built_from, tools)) = *TOOLS.read().unwrap_or_else(|e| e.into_inner()) {
+        if built_from == key {
+            return tools;
+        }
+    }
+    let mut cached = TOOLS.write().unwrap_or_else(|e| e.into_inner());
+    if let Some((built_from, tools)) = *cached {
+        if built_from == key {
+            return tools;
+        }
+    }
+    let tools: &'static [Tool] = Box::leak(
+        specs
             .iter()
             .map(|s| {
                 let output = s.output_schema.as_object().cloned().unwrap_or_default();
@@ -82,8 +96,11 @@ pub fn mcp_tools() -> &'static [Tool] {
                             .open_world(false),
                     )
             })
-            .collect()
-    })
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
+    *cached = Some((key, tools));
+    tools
 }
 
 /// Every prompt as MCP lists it, built once from `prompts::PROMPTS`.
