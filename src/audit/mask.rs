@@ -162,10 +162,20 @@ pub fn mask_text(text: &str) -> (String, Vec<Masked>) {
         (&p.phone, is_phone, Masked::Phone),
     ];
     for (re, confirm, kind) in passes {
+        // What is left of IBAN shape failed its check digits: a mistyped IBAN, not the digits
+        // of a card or an identifier inside it.
+        let iban_shaped: Vec<std::ops::Range<usize>> = match kind {
+            Masked::Email | Masked::Iban => Vec::new(),
+            _ => p.iban.find_iter(&out).map(|m| m.range()).collect(),
+        };
         let mut hit = false;
         let replaced = re.replace_all(&out, |caps: &regex::Captures<'_>| {
-            let m = &caps[0];
-            if confirm(m) {
+            let whole = caps.get(0).expect("group 0");
+            let m = whole.as_str();
+            let inside_iban_shape = iban_shaped
+                .iter()
+                .any(|r| r.start <= whole.start() && whole.end() <= r.end);
+            if !inside_iban_shape && confirm(m) {
                 hit = true;
                 kind.placeholder().to_string()
             } else {
