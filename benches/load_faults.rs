@@ -31,6 +31,8 @@
 //! Run:   cargo bench --profile dev --bench load_faults -- --scenario swap
 //!        cargo bench --profile dev --bench load_faults -- --scenario aws
 //! Options: --seconds 300 --concurrency 32 --refresh 10s --outage-at 120 --outage-secs 60
+//! --slow-clients 10 (beside the load, clients whose request bodies never arrive: each holds a
+//! slot until `--body-read-timeout` answers it 408, then starts again)
 //! (`--refresh off`: steady load without swaps, for the memory curve of issue 32's point 5)
 //! `GOVCAT_BIN=path` runs a private copy of the server binary (advisable when the target
 //! directory is shared: a concurrent build would replace it mid-run).
@@ -80,6 +82,8 @@ struct Options {
     refresh: String,
     outage_at: u64,
     outage_secs: u64,
+    /// Clients that hold a connection with a body that never arrives (issue 46).
+    slow_clients: usize,
 }
 
 fn options() -> Options {
@@ -90,6 +94,7 @@ fn options() -> Options {
         refresh: "10s".into(),
         outage_at: 120,
         outage_secs: 60,
+        slow_clients: 0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -116,6 +121,9 @@ fn options() -> Options {
             "--refresh" => o.refresh = value("--refresh"),
             "--outage-at" => o.outage_at = number("--outage-at", value("--outage-at")),
             "--outage-secs" => o.outage_secs = number("--outage-secs", value("--outage-secs")),
+            "--slow-clients" => {
+                o.slow_clients = number("--slow-clients", value("--slow-clients")) as usize
+            }
             "--bench" => {}
             other => panic!("unknown option {other}; see the header of benches/load_faults.rs"),
         }
@@ -861,7 +869,15 @@ struct Observed {
 }
 
 /// Samples the server's RSS and `/readyz` once a second until `stop`.
-fn observe(pid: u32, addr: SocketAddr, t0: Instant, stop: Arc<AtomicBool>) -> Observed {
+fn observe(
+    pid: u32,
+    addr: SocketAddr,
+    token: String,
+    t0: Instant,
+    stop: Arc<AtomicBool>,
+) -> Observed {
+    // /readyz shows its details to a valid token only.
+    let bearer = format!("Bearer {token}");
     let mut seen = Observed::default();
     let mut last_id: Option<String> = None;
     let mut last_failed = 0u64;
@@ -870,7 +886,8 @@ fn observe(pid: u32, addr: SocketAddr, t0: Instant, stop: Arc<AtomicBool>) -> Ob
         if let Some(rss) = vm_rss_mib(pid) {
             seen.rss.push((round(t, 1), round(rss, 1)));
         }
-        if let Ok(r) = client::request(addr, "GET", "/readyz", &[], None) {
+        if let Ok(r) = client::request(addr, "GET", "/readyz", &[("Authorization", &bearer)], None)
+        {
             let v: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
             let snap = &v["snapshot"];
             let id = snap["id"].as_str().map(String::from);
@@ -894,6 +911,45 @@ fn observe(pid: u32, addr: SocketAddr, t0: Instant, stop: Arc<AtomicBool>) -> Ob
         std::thread::sleep(Duration::from_secs(1));
     }
     seen
+}
+
+/// What one slow client did.
+#[derive(Default)]
+struct SlowLog {
+    stalled: u64,
+    answered_408: u64,
+    /// How long each stalled request held its connection, until the server closed it.
+    held_ms: Vec<u64>,
+}
+
+/// Opens a connection, sends an authenticated POST's headers announcing 1000 body bytes and
+/// 7 of them, and waits until the server answers or closes it; again until the load ends.
+fn slow_client(shared: &Shared, token: &str) -> SlowLog {
+    use std::io::{Read, Write};
+    let mut log = SlowLog::default();
+    while Instant::now() < shared.until {
+        let Ok(mut stream) = std::net::TcpStream::connect(shared.addr) else {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(120)));
+        let head = format!(
+            "POST /v1/tools/list_domains HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"dom\":",
+            shared.addr
+        );
+        let started = Instant::now();
+        if stream.write_all(head.as_bytes()).is_err() {
+            continue;
+        }
+        log.stalled += 1;
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        log.held_ms.push(started.elapsed().as_millis() as u64);
+        if answer.starts_with(b"HTTP/1.1 408") {
+            log.answered_408 += 1;
+        }
+    }
+    log
 }
 
 fn round(x: f64, places: i32) -> f64 {
@@ -1114,8 +1170,16 @@ fn main() {
     let stop = Arc::new(AtomicBool::new(false));
     let observer = {
         let stop = stop.clone();
-        std::thread::spawn(move || observe(pid, addr, t0, stop))
+        let token = issuer.token("observer", &setup.domains);
+        std::thread::spawn(move || observe(pid, addr, token, t0, stop))
     };
+    let slow: Vec<_> = (0..opts.slow_clients)
+        .map(|w| {
+            let shared = shared.clone();
+            let token = issuer.token(&format!("slow-{w}"), &setup.domains);
+            std::thread::spawn(move || slow_client(&shared, &token))
+        })
+        .collect();
     let workers: Vec<_> = (0..opts.concurrency)
         .map(|w| {
             let shared = shared.clone();
@@ -1160,13 +1224,17 @@ fn main() {
         .into_iter()
         .map(|w| w.join().expect("worker"))
         .collect();
+    let slow: Vec<SlowLog> = slow
+        .into_iter()
+        .map(|w| w.join().expect("slow client"))
+        .collect();
     stop.store(true, Ordering::Relaxed);
     let observed = observer.join().expect("observer");
     stop_server(child);
     let audit_bytes = std::fs::metadata(&audit).map(|m| m.len()).unwrap_or(0);
     let _ = std::fs::remove_file(&audit);
 
-    let result = report(
+    let mut result = report(
         &opts,
         logs,
         observed,
@@ -1176,10 +1244,30 @@ fn main() {
         rebuild_s,
         audit_bytes,
     );
+    let mut held: Vec<u64> = slow
+        .iter()
+        .flat_map(|s| s.held_ms.iter().copied())
+        .collect();
+    held.sort_unstable();
+    result["slow_clients"] = json!({
+        "clients": opts.slow_clients,
+        "what": "each opens a connection, sends an authenticated POST's headers announcing 1000 body bytes and 7 of them, then stalls until the server closes it, and starts again",
+        "stalled_requests": slow.iter().map(|s| s.stalled).sum::<u64>(),
+        "answered_408": slow.iter().map(|s| s.answered_408).sum::<u64>(),
+        "held_ms_p50": percentile(&held, 50.0),
+        "held_ms_max": held.last(),
+    });
+    if opts.slow_clients > 0 {
+        result["scenario"] = json!(format!(
+            "{}_slow{}",
+            result["scenario"].as_str().unwrap_or(""),
+            opts.slow_clients
+        ));
+    }
     println!(
         "{}",
         serde_json::to_string_pretty(&json!({
-            "scenario": result["scenario"], "goals": result["goals"], "overall": result["overall"],
+            "scenario": result["scenario"], "slow_clients": result["slow_clients"], "goals": result["goals"], "overall": result["overall"],
             "errors_by_kind": result["errors_by_kind"], "snapshot_swaps": result["snapshot_swaps"],
             "rss_mib_min": result["rss_mib"]["min"], "rss_mib_max": result["rss_mib"]["max"],
         }))

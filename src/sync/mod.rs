@@ -117,6 +117,35 @@ impl SyncError {
     }
 }
 
+/// What a store says of one object without sending it: its size and, where the store keeps
+/// it, its sha256 (hex). A directory re-reads the file for its sha256; S3 reports the checksum
+/// it kept from the upload (single-part objects only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectStat {
+    pub size: u64,
+    pub sha256: Option<String>,
+    /// Uploaded in parts (S3): no whole-file checksum can be kept for it.
+    pub multipart: bool,
+}
+
+impl ObjectStat {
+    /// Why this copy is not the file of `size` bytes with sha256 `expected`, if it is not.
+    pub fn differs_from(&self, size: u64, expected: &str) -> Option<String> {
+        if self.size != size {
+            return Some(format!(
+                "{} bytes where the manifest's file has {size}",
+                self.size
+            ));
+        }
+        match &self.sha256 {
+            Some(sum) if !sum.eq_ignore_ascii_case(expected) => {
+                Some(format!("sha256 {sum} where the manifest says {expected}"))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Every `reason` a [`SyncError`] carries, for the metric's label values.
 pub const REASONS: [&str; 12] = [
     reason::MISSING,

@@ -578,7 +578,7 @@ impl S3Store {
 
     /// The object's size and, when S3 keeps a whole-object sha256 for it (a single-part
     /// upload with `x-amz-checksum-sha256`), that sha256 in hex; `None` when it does not exist.
-    pub fn stat(&self, rel: &str) -> Result<Option<super::store::ObjectStat>, SyncError> {
+    pub fn stat(&self, rel: &str) -> Result<Option<super::ObjectStat>, SyncError> {
         use base64::Engine as _;
         let key = self.key(rel);
         self.runtime.block_on(async {
@@ -603,7 +603,7 @@ impl S3Store {
                 .filter(|c| !c.contains('-'))
                 .and_then(|c| base64::engine::general_purpose::STANDARD.decode(c).ok())
                 .map(|raw| hex(&raw));
-            Ok(Some(super::store::ObjectStat {
+            Ok(Some(super::ObjectStat {
                 size: out.content_length().unwrap_or(0).max(0) as u64,
                 sha256,
                 multipart: out.e_tag().is_some_and(|t| t.contains('-')),

@@ -9,37 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::s3::S3Store;
-use super::{reason, Location, SyncError};
+use super::{reason, Location, ObjectStat, SyncError};
 use crate::embed::sha256_file;
-
-/// What a store says of one object without sending it: its size and, where the store keeps
-/// it, its sha256 (hex). A directory re-reads the file for its sha256; S3 reports the checksum
-/// it kept from the upload (single-part objects only).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ObjectStat {
-    pub size: u64,
-    pub sha256: Option<String>,
-    /// Uploaded in parts (S3): no whole-file checksum can be kept for it.
-    pub multipart: bool,
-}
-
-impl ObjectStat {
-    /// Why this copy is not the file of `size` bytes with sha256 `expected`, if it is not.
-    pub fn differs_from(&self, size: u64, expected: &str) -> Option<String> {
-        if self.size != size {
-            return Some(format!(
-                "{} bytes where the manifest's file has {size}",
-                self.size
-            ));
-        }
-        match &self.sha256 {
-            Some(sum) if !sum.eq_ignore_ascii_case(expected) => {
-                Some(format!("sha256 {sum} where the manifest says {expected}"))
-            }
-            _ => None,
-        }
-    }
-}
 
 /// An S3 prefix or a directory, with counters of what was downloaded from it.
 pub struct Store {
