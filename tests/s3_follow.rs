@@ -23,7 +23,7 @@ mod harness;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::server::BIN;
+use common::server::{Served, BIN};
 use fixture::*;
 use harness::{Action, Proxy};
 use serde_json::{json, Value};
@@ -1106,4 +1106,43 @@ fn a_store_file_altered_in_place_is_reported_by_a_running_replica_on_a_shared_di
         std::io::Write::write_all(&mut file, b"\n").expect("append");
         std::fs::write(shared.join("CURRENT"), format!("{second}\n")).expect("CURRENT");
     });
+}
+
+#[test]
+fn a_replica_of_another_catalog_is_told_its_own_step_not_an_indexers() {
+    let Some(f) = fixture("catalog_mismatch") else {
+        return;
+    };
+    let shared = f.tmp.path().join("shared");
+    let location = shared.to_str().expect("utf-8").to_string();
+    let published = f.index(&["--publish", &location])["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    // This replica serves the repository's demo catalog, not the fixture's copy.
+    let demo = common::catalog_dir();
+    let index = f.tmp.path().join("other-replica");
+    let (demo, index) = (demo.to_str().unwrap(), index.to_str().unwrap());
+    let r = Served::start(
+        &[
+            "--catalog",
+            demo,
+            "--index",
+            index,
+            "--follow",
+            &location,
+            "--follow-interval",
+            "1",
+        ],
+        &[],
+    );
+    let refused = failing(&r, &["is of the catalog"]);
+    assert_eq!(
+        refused["follow"]["last_error"],
+        json!(format!(
+            "{}: the published snapshot {published} is of the catalog {}, but this replica serves {demo}; start the replica with the indexer's --source/--catalog and --ontology (or publish a snapshot of this replica's catalog there); the served snapshot stays meanwhile",
+            shared.join("snapshots").join(&published).join("manifest.json").display(),
+            std::fs::canonicalize(&f.catalog).unwrap().display()
+        ))
+    );
 }

@@ -266,7 +266,7 @@ pub(super) fn start_follow(
             let ctx = shared.load_full();
             let check = |manifest: &index::Manifest| {
                 app::check_snapshot_source(&options, manifest, &ctx.ontology, ctx.source.as_ref())
-                    .map_err(|e| e.advised(&app::cli_surface(&options)).message)
+                    .map_err(|e| published_mismatch(manifest, &e))
             };
             follow.poll(&options.index, embedder.as_ref(), &check, &handle);
             drop(ctx);
@@ -274,4 +274,26 @@ pub(super) fn start_follow(
         })
         .map(|_| ())
         .map_err(|e| ServerError::runtime("--follow", e, "restart govcat serve"))
+}
+
+/// Why a published snapshot is not of this replica's catalog or ontology, in the replica's
+/// terms: the advice of a local index (rebuild `--index`) is the one step a replica must not
+/// take, so only the problem is kept; the follower adds the replica's own next step.
+fn published_mismatch(manifest: &index::Manifest, e: &crate::tools::ToolError) -> String {
+    let named = |key: &str| {
+        e.details
+            .get(key)
+            .and_then(|v| serde_json::from_value::<crate::catalog::SourceIdentity>(v.clone()).ok())
+            .map(|s| s.to_string())
+    };
+    match (named("snapshot_source"), named("source")) {
+        (Some(built), Some(reads)) if built != reads => format!(
+            "the published snapshot {} is of the catalog {built}, but this replica serves {reads}",
+            manifest.id
+        ),
+        _ => format!(
+            "the published snapshot {} was not built from this replica's catalog and ontology ({})",
+            manifest.id, e.message
+        ),
+    }
 }

@@ -318,7 +318,7 @@ impl Follow {
                 reason::SOURCE_MISMATCH,
                 manifest_object.clone(),
                 problem,
-                "serve the replica with the indexer's --source/--catalog and --ontology",
+                "start the replica with the indexer's --source/--catalog and --ontology (or publish a snapshot of this replica's catalog there); the served snapshot stays meanwhile",
             )
         })?;
         let dir = index_dir.join("snapshots").join(&id);
