@@ -46,6 +46,11 @@ fn sigterm(served: &Served) {
     assert!(sent.success());
 }
 
+/// `POST path` with `body` on a connection of its own.
+fn post(addr: std::net::SocketAddr, path: &str, body: &[u8]) -> client::Response {
+    client::request(addr, "POST", path, &[], Some(body)).unwrap()
+}
+
 /// Headers of a POST announcing `len` body bytes, then `sent` of them.
 fn partial_post(path: &str, len: usize, sent: &[u8]) -> Vec<u8> {
     let mut raw = format!(
@@ -102,14 +107,7 @@ fn two_stalled_bodies_lose_their_slots_at_the_body_timeout() {
         .collect();
     std::thread::sleep(Duration::from_millis(300));
     // While they stall, both slots are taken: a normal request is refused at once.
-    let during = client::request(
-        server.addr,
-        "POST",
-        "/v1/tools/list_domains",
-        &[],
-        Some(b"{}"),
-    )
-    .unwrap();
+    let during = post(server.addr, "/v1/tools/list_domains", b"{}");
     assert_eq!(during.status, 429, "{}", during.text());
     // Each stalled request is answered 408 at its deadline and its connection closed.
     for c in &mut stalled {
@@ -120,14 +118,7 @@ fn two_stalled_bodies_lose_their_slots_at_the_body_timeout() {
         );
         assert!(c.closed_by_server());
     }
-    let after = client::request(
-        server.addr,
-        "POST",
-        "/v1/tools/list_domains",
-        &[],
-        Some(b"{}"),
-    )
-    .unwrap();
+    let after = post(server.addr, "/v1/tools/list_domains", b"{}");
     assert_eq!(after.status, 200, "{}", after.text());
     let took = started.elapsed();
     assert!(
@@ -245,14 +236,11 @@ fn json_rpc_bodies_that_are_no_single_message_get_json_rpc_errors() {
         );
     }
     // REST takes the arguments as an object only: an array is refused by name.
-    let rest = client::request(
+    let rest = post(
         server.addr,
-        "POST",
         "/v1/tools/get_dataset",
-        &[],
-        Some(br#"["policy", "customer"]"#),
-    )
-    .unwrap();
+        br#"["policy", "customer"]"#,
+    );
     assert_eq!(
         (rest.status, rest.json()["error"].clone()),
         (400, json!("InvalidArguments"))
@@ -266,14 +254,11 @@ fn a_pasted_iban_reaches_the_tool_but_not_the_audit_line() {
         let tmp = tempfile::tempdir().unwrap();
         let server = start(&tmp, flag.as_slice());
         let args = json!({"tags": {"sensitivity": format!("IBAN {iban} Erika Mustermann")}});
-        let resp = client::request(
+        let resp = post(
             server.addr,
-            "POST",
             "/v1/tools/resolve_lf_tag",
-            &[],
-            Some(args.to_string().as_bytes()),
-        )
-        .unwrap();
+            args.to_string().as_bytes(),
+        );
         // The tool saw the value as sent: its error quotes it.
         assert_eq!(resp.json()["error"], json!("UnknownTagValue"));
         assert!(resp.text().contains(iban), "{}", resp.text());
@@ -331,14 +316,11 @@ fn a_table_name_glue_could_not_hold_is_refused_by_name_and_a_new_one_is_not() {
     let tmp = tempfile::tempdir().unwrap();
     let server = start(&tmp, &[]);
     let weird = json!({"description": "x", "domain": "claims", "table": "kündé\u{0000} ☃"});
-    let resp = client::request(
+    let resp = post(
         server.addr,
-        "POST",
         "/v1/tools/suggest_tags",
-        &[],
-        Some(weird.to_string().as_bytes()),
-    )
-    .unwrap();
+        weird.to_string().as_bytes(),
+    );
     let v = resp.json();
     assert_eq!(
         (resp.status, &v["error"], &v["argument"]),
@@ -351,14 +333,11 @@ fn a_table_name_glue_could_not_hold_is_refused_by_name_and_a_new_one_is_not() {
     // A well-formed name of a table that does not exist yet is a new table, not an error of
     // this kind (here retrieval is off, so it is refused for that reason instead).
     let new_table = json!({"description": "x", "domain": "claims", "table": "glass_damage"});
-    let resp = client::request(
+    let resp = post(
         server.addr,
-        "POST",
         "/v1/tools/suggest_tags",
-        &[],
-        Some(new_table.to_string().as_bytes()),
-    )
-    .unwrap();
+        new_table.to_string().as_bytes(),
+    );
     assert_ne!(
         resp.json()["error"],
         json!("InvalidArguments"),
@@ -366,14 +345,11 @@ fn a_table_name_glue_could_not_hold_is_refused_by_name_and_a_new_one_is_not() {
         resp.text()
     );
     let long = json!({"domain": "claims", "table": "t".repeat(256)});
-    let resp = client::request(
+    let resp = post(
         server.addr,
-        "POST",
         "/v1/tools/get_dataset",
-        &[],
-        Some(long.to_string().as_bytes()),
-    )
-    .unwrap();
+        long.to_string().as_bytes(),
+    );
     assert_eq!(
         (resp.status, resp.json()["argument"].clone()),
         (400, json!("table"))
