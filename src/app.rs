@@ -191,6 +191,22 @@ fn needs_own_index(options: &Options) -> bool {
         && !(default_source(options) && default_ontology(options))
 }
 
+/// Where `govcat index` builds for the catalog in effect: `index/catalogs/<name>` instead of
+/// the default `index/` when that holds a snapshot of another catalog (the default's, as a
+/// rule) — rebuilding there would replace what every command without these flags reads.
+/// `None`: build in `--index` as given.
+pub fn redirected_index(options: &Options, using: &SourceIdentity) -> Option<PathBuf> {
+    if !needs_own_index(options) {
+        return None;
+    }
+    let id = crate::index::current_id(&options.index).ok()?;
+    let manifest = crate::index::read_manifest(&options.index.join("snapshots").join(id)).ok()?;
+    match &manifest.source {
+        Some(built) if built != using => Some(own_index_dir(options)),
+        _ => None,
+    }
+}
+
 /// The index a catalog other than the default gets: `index/catalogs/<name>`, the name from the
 /// catalog folder (its parent's when the folder is called `catalog`), else from the ontology
 /// file's folder; `aws` for the AWS source.

@@ -237,6 +237,24 @@ fn a_snapshot_of_another_catalog_is_refused_and_the_advised_index_fixes_it() {
     );
     c.ok(&suggest);
 
+    // Indexing another catalog now leaves that index/ alone: it builds into an index of its
+    // own and says so (issue 45).
+    let before = std::fs::read_to_string(c.path("index/CURRENT")).expect("CURRENT");
+    let out = c.ok(&["--catalog", "other/catalog", "index"]);
+    assert_eq!(
+        std::fs::read_to_string(c.path("index/CURRENT")).expect("CURRENT"),
+        before
+    );
+    assert!(c.path("index/catalogs/other/CURRENT").is_file());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "govcat: index holds a snapshot of another catalog, which every command without these flags reads; building into index/catalogs/other instead (read it with --index index/catalogs/other)"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    c.ok(&search);
+
     // The mirror image (issue 31): the default index/ holds the default catalog and a command
     // reads another. Rebuilding index/ for it would break every plain command, so the advice
     // is an index of its own; followed literally, both catalogs then answer.

@@ -86,6 +86,22 @@ pub(super) fn run_index(options: &Options, args: &IndexArgs) -> ExitCode {
             .map(|text| open_store("--slices-from", text, args))
             .transpose()?;
         let ctx = context(options)?;
+        let redirected = crate::app::redirected_index(options, &ctx.source.identity());
+        let options = &match redirected {
+            Some(own) => {
+                eprintln!(
+                    "govcat: {} holds a snapshot of another catalog, which every command without these flags reads; building into {} instead (read it with --index {})",
+                    options.index.display(),
+                    own.display(),
+                    own.display()
+                );
+                Options {
+                    index: own,
+                    ..options.clone()
+                }
+            }
+            None => options.clone(),
+        };
         let embedder = load_embedder()?;
         let bar = build_bar(options.json);
         let fresh = || context(options);
