@@ -918,8 +918,8 @@ fn observe(
 struct SlowLog {
     stalled: u64,
     answered_408: u64,
-    /// How long each stalled request held its connection, until the server closed it.
-    held_ms: Vec<u64>,
+    /// How long each stalled request held its connection until the server closed it, in µs.
+    held_us: Vec<u64>,
 }
 
 /// Opens a connection, sends an authenticated POST's headers announcing 1000 body bytes and
@@ -944,7 +944,7 @@ fn slow_client(shared: &Shared, token: &str) -> SlowLog {
         log.stalled += 1;
         let mut answer = Vec::new();
         let _ = stream.read_to_end(&mut answer);
-        log.held_ms.push(started.elapsed().as_millis() as u64);
+        log.held_us.push(started.elapsed().as_micros() as u64);
         if answer.starts_with(b"HTTP/1.1 408") {
             log.answered_408 += 1;
         }
@@ -1255,7 +1255,7 @@ fn main() {
         "stalled_requests": slow.iter().map(|s| s.stalled).sum::<u64>(),
         "answered_408": slow.iter().map(|s| s.answered_408).sum::<u64>(),
         "held_ms_p50": percentile(&held, 50.0),
-        "held_ms_max": held.last(),
+        "held_ms_max": held.last().map(|us| *us as f64 / 1000.0),
     });
     if opts.slow_clients > 0 {
         result["scenario"] = json!(format!(
