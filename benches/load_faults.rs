@@ -1246,7 +1246,7 @@ fn main() {
     );
     let mut held: Vec<u64> = slow
         .iter()
-        .flat_map(|s| s.held_ms.iter().copied())
+        .flat_map(|s| s.held_us.iter().copied())
         .collect();
     held.sort_unstable();
     result["slow_clients"] = json!({
