@@ -647,7 +647,7 @@ async fn out_of_scope_domains_get_one_403_naming_every_missing_scope() {
         refused.body,
         json!({
             "error": "InsufficientScope",
-            "message": "this request needs the scope(s) catalog:claims:read catalog:policy:read; ask your administrator for them, or leave `domains` out to search every domain you may read",
+            "message": "this request needs the scope(s) catalog:claims:read catalog:policy:read (a domain outside your scopes may not exist at all: without its scope neither is told); ask your administrator for them, or leave `domains` out to search every domain you may read",
             "required_scopes": ["catalog:claims:read", "catalog:policy:read"],
             "resource_metadata": RM_URL,
         })

@@ -571,6 +571,15 @@ fn a_shared_directory_is_followed_the_same_way_with_its_fault_pair() {
     let ready = serving(&c, &id);
     assert_eq!(ready["follow"]["lag_seconds"], json!(0), "{ready}");
     answers_from(&c, &id);
+    // CURRENT removed: nothing is published there now, and /readyz no longer names the id
+    // it named (it keeps serving that snapshot).
+    assert_eq!(ready["follow"]["remote_id"], json!(id));
+    std::fs::remove_file(garbled.join("CURRENT")).expect("remove CURRENT");
+    let gone = failing(&c, &["CURRENT", "does not exist"]);
+    assert_eq!(
+        (&gone["follow"]["remote_id"], &gone["snapshot"]["id"]),
+        (&Value::Null, &json!(id))
+    );
 }
 
 #[test]

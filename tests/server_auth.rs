@@ -309,7 +309,7 @@ fn insufficient_search_body(scopes: &[&str]) -> Value {
 fn scope_refusal(scopes: &[&str], instead: &str) -> Value {
     json!({
         "error": "InsufficientScope",
-        "message": format!("this request needs the scope(s) {}; ask your administrator for them, or {instead}", scopes.join(" ")),
+        "message": format!("this request needs the scope(s) {} (a domain outside your scopes may not exist at all: without its scope neither is told); ask your administrator for them, or {instead}", scopes.join(" ")),
         "required_scopes": scopes,
         "resource_metadata": RM_URL,
     })

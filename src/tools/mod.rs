@@ -267,7 +267,7 @@ impl ToolError {
         ToolError::new(
             "InsufficientScope",
             format!(
-                "this request needs the scope(s) {}; ask your administrator for them, or {instead}",
+                "this request needs the scope(s) {} (a domain outside your scopes may not exist at all: without its scope neither is told); ask your administrator for them, or {instead}",
                 scopes.join(" ")
             ),
         )
