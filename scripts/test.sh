@@ -40,4 +40,10 @@ cargo test --no-fail-fast -- --test-threads=2
 step "MCP clients and conformance"
 GOVCAT_BIN="$PWD/target/debug/govcat" scripts/test-mcp.sh
 
+step "deployment checks: cfn-lint, checkov (scripts/check-deploy.sh)"
+scripts/check-deploy.sh
+
+step "container image: build, indexer + replica as in the ECS stack (scripts/test-image.sh)"
+scripts/test-image.sh
+
 step "done"
