@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+suite_started=$(date +%s)
 step() { printf '\n== %s (%s) ==\n' "$1" "$(date -u +%H:%M:%S)"; }
 
 # A clean clone's target/ grows to about 12 GB (debug build, tests, the release bench
@@ -39,5 +40,20 @@ cargo test --no-fail-fast -- --test-threads=2
 
 step "MCP clients and conformance"
 GOVCAT_BIN="$PWD/target/debug/govcat" scripts/test-mcp.sh
+
+step "deployment checks: cfn-lint, checkov (scripts/check-deploy.sh)"
+scripts/check-deploy.sh
+
+step "container image: build, indexer + replica as in the ECS stack (scripts/test-image.sh)"
+# A clean image build is a full release build (about 30-40 min on 2 cores): CI's 90 minutes
+# must hold it. When less than GOVCAT_IMAGE_MINUTES (default 45) of them are left, the step says
+# so loudly and is skipped rather than turning the whole run red at the limit; run
+# scripts/test-image.sh on its own then.
+elapsed_min=$(( ($(date +%s) - suite_started) / 60 ))
+if [ "${CI:-}" = "true" ] && [ $((90 - elapsed_min)) -lt "${GOVCAT_IMAGE_MINUTES:-45}" ]; then
+    echo "WARNING: container image test SKIPPED: ${elapsed_min} of CI's 90 minutes are used, fewer than ${GOVCAT_IMAGE_MINUTES:-45} left for the image build; run scripts/test-image.sh on its own" >&2
+else
+    scripts/test-image.sh
+fi
 
 step "done"
