@@ -1423,11 +1423,39 @@ fn demo_stdio_env() -> Option<serde_json::Map<String, Value>> {
     let rest = &script[start..];
     let open = rest.find('{').expect("configuration opens");
     let close = rest.find("\n}\n").expect("configuration closes") + 2;
-    let text = rest[open..close]
-        .replace("$bin", "govcat")
-        .replace("$PWD", "/tmp");
+    let text = rest[open..close].replace("$bin", BIN).replace("$PWD", REPO);
     let config: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     config["mcpServers"]["govcat"]["env"].as_object().cloned()
+}
+
+#[test]
+fn the_stdio_configuration_demo_sh_prints_works_from_another_directory() {
+    // A host that ignores "cwd" starts govcat wherever it runs itself: every path is in "env".
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = demo_stdio_env().expect("demo.sh's stdio configuration has an env");
+    let mut command = Command::new(BIN);
+    command.current_dir(tmp.path()).env_remove("GOVCAT_SCOPES");
+    for (key, value) in &env {
+        command.env(key, value.as_str().expect("a string"));
+    }
+    let mut stdio = StdioServer::spawn(command, &tmp.path().join("audit.jsonl"));
+    let resolved = stdio.call(
+        1,
+        "tools/call",
+        json!({"name": "resolve_lf_tag", "arguments": {"tags": {"sensitivity": "high", "residency": "eu",
+            "subject_type": "customer", "retention": "10y", "lawful_basis": "contract"}}}),
+    );
+    assert_eq!(resolved["result"]["isError"], json!(false), "{resolved}");
+    let listed = stdio.call(
+        2,
+        "tools/call",
+        json!({"name": "list_domains", "arguments": {}}),
+    );
+    let names: Vec<&str> = listed["result"]["structuredContent"]["entries"]
+        .as_array()
+        .map(|e| e.iter().filter_map(|d| d["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(names, common::ALL_DOMAINS, "{listed}");
 }
 
 #[test]

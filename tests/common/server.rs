@@ -120,8 +120,14 @@ impl StdioServer {
             Some(s) => command.env("GOVCAT_SCOPES", s),
             None => command.env_remove("GOVCAT_SCOPES"),
         };
+        command.current_dir(super::repo());
+        StdioServer::spawn(command, audit_log)
+    }
+
+    /// `command` (a `govcat` with its environment and directory set) as `mcp-stdio`,
+    /// initialized.
+    pub fn spawn(mut command: Command, audit_log: &Path) -> StdioServer {
         let mut child = command
-            .current_dir(super::repo())
             .arg("mcp-stdio")
             .arg("--audit-log")
             .arg(audit_log)
