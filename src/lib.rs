@@ -53,19 +53,23 @@
 //!   `review-grant`) — arguments and message text that drive the tools in order; read nothing.
 //! - [`auth`]: bearer tokens (JWT, RS256/ES256, JWKS by `kid`) → a `Principal` and its
 //!   `Caller`; RFC 6750 challenges, RFC 9728 metadata, the axum middleware.
-//! - [`audit`]: one JSON line per call (who, which tool, redacted arguments, outcome).
+//! - [`audit`]: one JSON line per call (who and from where, which tool, arguments without
+//!   credentials and with data values masked (`audit/mask.rs`: IBAN, card, e-mail, phone,
+//!   national ids), outcome, and for a refusal its reason).
 //! - [`app`]: the wiring `server` and `cli` share — the global options, the tool `Context`
 //!   built from them, the embedding model, and how an error is reported to the user.
 //! - [`sync`]: published snapshots — `govcat index --publish` to S3 or a shared directory
-//!   (CURRENT written last, `--keep`), the slice files of a first build spread over machines
+//!   (the location proved writable before the build, every file read back before CURRENT is
+//!   written last, `--keep`), the slice files of a first build spread over machines
 //!   (`--slices-to`, `--slices-from`), and the follower of `govcat serve --follow` (fetch what
 //!   CURRENT names, skip files already present, copy the documents and vectors the served
 //!   snapshot holds and read the rest by ranged reads, verify, swap; failures keep the served
-//!   one).
+//!   one; store copies that differ from the manifest are reported as `store_error`).
 //! - [`server`]: the axum app (MCP over Streamable HTTP at `/mcp` with bounded sessions, REST
 //!   `/v1/tools`, health, metrics, RFC 9728 metadata) behind the token guard, and MCP over
 //!   stdio; thin adapters over `tools::call` that audit every call and refuse to answer one
-//!   they could not audit. `server/args.rs` holds the serve flags, `server/hosts.rs` the
+//!   they could not audit. `server/conn.rs` is the accept loop (read timeouts, the connection
+//!   cap, the drain on SIGTERM), `server/args.rs` holds the serve flags, `server/hosts.rs` the
 //!   Host/Origin policy, `server/supply.rs` where the served snapshot comes from (start,
 //!   `--refresh`, `--watch`, `--follow`); `server/mod.rs` the app state and the entry points;
 //!   `server/mcp.rs` the MCP handler with `mcp/listing.rs` (tool and prompt lists),
