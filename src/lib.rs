@@ -70,7 +70,8 @@
 //!   stdio; thin adapters over `tools::call` that audit every call and refuse to answer one
 //!   they could not audit. `server/conn.rs` is the accept loop (read timeouts, the connection
 //!   cap, the drain on SIGTERM), `server/args.rs` holds the serve flags, `server/hosts.rs` the
-//!   Host/Origin policy, `server/supply.rs` where the served snapshot comes from (start,
+//!   Host/Origin policy, `server/portable.rs` sealed session ids (`--session-key-file`) that
+//!   any replica sharing the key restores, `server/supply.rs` where the served snapshot comes from (start,
 //!   `--refresh`, `--watch`, `--follow`); `server/mod.rs` the app state and the entry points;
 //!   `server/mcp.rs` the MCP handler with `mcp/listing.rs` (tool and prompt lists),
 //!   `mcp/ask.rs` (`input_required` in MCP) and `mcp/hints.rs` (prompt cache hints).

@@ -425,28 +425,45 @@ fn unix_now() -> u64 {
         .as_secs()
 }
 
-#[test]
-fn one_principal_churning_cannot_evict_another_principals_sessions() {
-    use p256::pkcs8::EncodePrivateKey;
-    use rsa::Generate;
-    let secret = p256::SecretKey::generate();
-    let pkcs8 = secret.to_pkcs8_der().expect("pkcs8");
-    let point = secret.public_key().to_sec1_bytes();
-    let jwks = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": KID, "use": "sig",
-        "alg": "ES256", "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..65])}]});
-    let dir = tempfile::tempdir().expect("tempdir");
-    let jwks_file = dir.path().join("jwks.json");
-    std::fs::write(&jwks_file, jwks.to_string()).expect("write jwks");
-    let key = EncodingKey::from_ec_der(pkcs8.as_bytes());
-    let token = |sub: &str| {
+/// An issuer's key and JWKS for `--auth jwt` servers: tokens for any subject, and the flags
+/// that make a server trust them.
+struct Issuer {
+    dir: tempfile::TempDir,
+    key: EncodingKey,
+}
+
+impl Issuer {
+    fn new() -> Issuer {
+        use p256::pkcs8::EncodePrivateKey;
+        use rsa::Generate;
+        let secret = p256::SecretKey::generate();
+        let pkcs8 = secret.to_pkcs8_der().expect("pkcs8");
+        let point = secret.public_key().to_sec1_bytes();
+        let jwks = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": KID, "use": "sig",
+            "alg": "ES256", "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..65])}]});
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("jwks.json"), jwks.to_string()).expect("write jwks");
+        Issuer {
+            dir,
+            key: EncodingKey::from_ec_der(pkcs8.as_bytes()),
+        }
+    }
+
+    fn token(&self, sub: &str) -> String {
         let now = unix_now();
         let claims = json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "iat": now - 10,
             "exp": now + 3600, "scope": "catalog:policy:read"});
-        sign_jwt(Algorithm::ES256, KID, &claims, &key)
-    };
-    let audit = dir.path().join("audit.jsonl");
-    let served = Served::start(
-        &[
+        sign_jwt(Algorithm::ES256, KID, &claims, &self.key)
+    }
+
+    /// `serve --auth jwt` trusting this issuer, plus `extra` flags.
+    fn serve(&self, extra: &[&str]) -> Served {
+        let jwks = self.dir.path().join("jwks.json");
+        let audit = self
+            .dir
+            .path()
+            .join(format!("audit-{}.jsonl", unix_now_nanos()));
+        let mut args = vec![
             "--auth",
             "jwt",
             "--issuer",
@@ -454,17 +471,32 @@ fn one_principal_churning_cannot_evict_another_principals_sessions() {
             "--audience",
             AUDIENCE,
             "--jwks-file",
-            jwks_file.to_str().expect("utf-8"),
+            jwks.to_str().expect("utf-8"),
             "--audit-log",
             audit.to_str().expect("utf-8"),
-            "--max-sessions",
-            "100",
-            "--max-sessions-per-principal",
-            "10",
-        ],
-        &[],
-    );
-    let (alice, bob) = (token("alice"), token("bob"));
+        ];
+        args.extend_from_slice(extra);
+        Served::start(&args, &[])
+    }
+}
+
+fn unix_now_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_nanos()
+}
+
+#[test]
+fn one_principal_churning_cannot_evict_another_principals_sessions() {
+    let issuer = Issuer::new();
+    let served = issuer.serve(&[
+        "--max-sessions",
+        "100",
+        "--max-sessions-per-principal",
+        "10",
+    ]);
+    let (alice, bob) = (issuer.token("alice"), issuer.token("bob"));
     let bobs: Vec<String> = (0..5)
         .map(|_| open(&served, Some(&bob)).expect("bob's session"))
         .collect();
@@ -483,4 +515,80 @@ fn one_principal_churning_cannot_evict_another_principals_sessions() {
     assert_eq!(evicted(&served, "principal_cap"), 490);
     assert_eq!(evicted(&served, "total_cap"), 0);
     assert_eq!(metric(&served, "govcat_mcp_sessions"), 15);
+}
+
+// ---------------------------------------------------------------- sessions across replicas
+
+/// A key file that replicas share (`--session-key-file`), in `dir`.
+fn key_file(dir: &std::path::Path, name: &str, key: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{key}\n")).expect("write key file");
+    path.to_str().expect("utf-8").to_string()
+}
+
+/// `mcp_sessions.<field>` of a replica's `/readyz`.
+fn sessions_field(served: &Served, field: &str) -> Value {
+    let ready = request(served.addr, "GET", "/readyz", &[], None).expect("GET /readyz");
+    ready.json()["mcp_sessions"][field].clone()
+}
+
+#[test]
+fn a_session_opened_on_one_replica_goes_on_on_another_that_shares_the_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shared = key_file(dir.path(), "k", "7d1c0f3e9a5b42c6a8e1d0f97b3c5e2a-shared");
+    let a = Served::start(&["--session-key-file", &shared], &[]);
+    let b = Served::start(&["--session-key-file", &shared], &[]);
+    let session = open(&a, None).expect("initialize on A");
+    assert_eq!(session.matches('.').count(), 2, "a sealed id: {session}");
+    // The client's requests alternate between the replicas, as behind a balancer without
+    // affinity: every call is answered, and B restored the session once.
+    for n in 1..=6 {
+        let replica = if n % 2 == 1 { &b } else { &a };
+        assert_eq!(call_ok(replica, &session, None, n), Ok(()), "call {n}");
+    }
+    assert_eq!(sessions_field(&b, "restored"), json!(1));
+    assert_eq!(sessions_field(&a, "restored"), json!(0));
+    assert_eq!(sessions_field(&b, "live"), json!(1));
+    // The move keeps the caps: B counts the restored session like one it opened.
+    assert_eq!(metric(&b, "govcat_mcp_sessions"), 1);
+}
+
+#[test]
+fn a_replica_without_the_key_or_with_another_answers_the_moved_session_404() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = key_file(dir.path(), "one", "7d1c0f3e9a5b42c6a8e1d0f97b3c5e2a-one");
+    let other = key_file(
+        dir.path(),
+        "other",
+        "7d1c0f3e9a5b42c6a8e1d0f97b3c5e2a-other",
+    );
+    let a = Served::start(&["--session-key-file", &one], &[]);
+    let other_key = Served::start(&["--session-key-file", &other], &[]);
+    let no_key = Served::start(&[], &[]);
+    let session = open(&a, None).expect("initialize on A");
+    for (name, replica) in [("another key", &other_key), ("no key", &no_key)] {
+        let r = post(replica, Some(&session), None, &resolve_call(1));
+        assert_eq!(r.status, 404, "{name}: {}", r.text());
+    }
+    // An altered id does not open even where the key is held.
+    let altered = format!("{}x", session);
+    assert_eq!(post(&a, Some(&altered), None, &resolve_call(2)).status, 404);
+    assert_eq!(call_ok(&a, &session, None, 3), Ok(()));
+}
+
+#[test]
+fn a_sealed_session_moves_only_with_the_principal_that_opened_it() {
+    let issuer = Issuer::new();
+    let shared = key_file(
+        issuer.dir.path(),
+        "k",
+        "7d1c0f3e9a5b42c6a8e1d0f97b3c5e2a-shared",
+    );
+    let a = issuer.serve(&["--session-key-file", &shared]);
+    let b = issuer.serve(&["--session-key-file", &shared]);
+    let (alice, bob) = (issuer.token("alice"), issuer.token("bob"));
+    let session = open(&a, Some(&alice)).expect("alice's session on A");
+    let r = post(&b, Some(&session), Some(&bob), &resolve_call(1));
+    assert_eq!(r.status, 404, "bob with alice's session id: {}", r.text());
+    assert_eq!(call_ok(&b, &session, Some(&alice), 2), Ok(()));
 }

@@ -89,6 +89,13 @@ pub struct ServeArgs {
     /// 5m); its client gets 404 on its next request and re-initializes.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub session_idle_timeout: Duration,
+    /// A file of keys (one per line, at least 32 bytes each, e.g. `openssl rand -hex 32`)
+    /// that every replica behind one load balancer shares: a session id is then sealed with
+    /// the first key, and any replica holding one of the keys continues a session another
+    /// replica opened (no affinity needed). Without it (and without GOVCAT_SESSION_KEY, the
+    /// keys themselves, for a secret injected as a variable) a session lives on its replica.
+    #[arg(long, value_name = "FILE", env = "GOVCAT_SESSION_KEY_FILE")]
+    pub session_key_file: Option<PathBuf>,
     /// Serve the snapshot an indexer publishes (`govcat index --publish`) at s3://BUCKET/PREFIX
     /// or in a directory (a shared volume): fetch the one its CURRENT names into --index
     /// (files already there with the right checksum are not downloaded again), verify it with
@@ -147,6 +154,19 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The session keys of `--session-key-file`, else of the `GOVCAT_SESSION_KEY` variable.
+    pub fn session_keys(&self) -> Result<Option<super::portable::SessionKeys>, String> {
+        if let Some(path) = &self.session_key_file {
+            return super::portable::SessionKeys::load(path).map(Some);
+        }
+        match std::env::var("GOVCAT_SESSION_KEY") {
+            Ok(text) => super::portable::SessionKeys::from_lines(&text)
+                .map(Some)
+                .map_err(|problem| format!("GOVCAT_SESSION_KEY {problem}")),
+            Err(_) => Ok(None),
+        }
+    }
+
     /// The connection bounds these flags set.
     pub fn conn_limits(&self) -> conn::ConnLimits {
         conn::ConnLimits {

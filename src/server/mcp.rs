@@ -175,11 +175,13 @@ fn unaudited(e: &AuditError) -> McpError {
 /// server's [`HostPolicy`](super::HostPolicy)), sessions for 2025-era clients, stateless
 /// 2026-07-28 — behind [`end_session`] and [`prompt_cache_hints`].
 pub fn service(state: Arc<AppState>, cancel: CancellationToken) -> Router {
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(state.hosts.rmcp_hosts())
         .with_allowed_origins(state.hosts.rmcp_origins())
         .enforce_origin_validation()
         .with_cancellation_token(cancel);
+    // Sealed sessions (--session-key-file) are restored from what their id carries.
+    config.session_store = state.sessions.store();
     let sessions = state.sessions.clone();
     let rmcp = StreamableHttpService::new(
         move || Ok(GovcatMcp::new(state.clone())),

@@ -16,6 +16,8 @@
 //! # Layout
 //! The submodules depend down this list, never up it; this file (the shared state, the tool
 //! call, the entry points) uses them all, and they use it.
+//! - [`portable`]: sealed MCP session ids (`--session-key-file`): what a session carries so
+//!   that another replica sharing the key restores it, and the store rmcp restores from.
 //! - [`args`]: the options of `govcat serve` and `govcat mcp-stdio`, with their value parsers.
 //! - [`hosts`]: the Hosts and Origins the HTTP server answers, and where it may listen.
 //! - [`conn`]: the accept loop — read timeouts of headers and bodies, the connection cap, the
@@ -24,7 +26,8 @@
 //!   response with its challenge, the body-size refusal, the tool list's `ttlMs`.
 //! - [`metrics`]: the Prometheus counters and gauges and their text rendering.
 //! - [`sessions`]: MCP sessions with caps (total, per principal, idle time) in front of rmcp's
-//!   session manager; who is evicted at a cap and what a refused `initialize` is answered.
+//!   session manager; who is evicted at a cap and what a refused `initialize` is answered;
+//!   sealing a new session's id and unsealing (restoring) a moved one.
 //! - [`mcp`]: the MCP adapter (rmcp) over Streamable HTTP and stdio, and the [`mcp::AuditSlot`]
 //!   its handler fills for the gate.
 //! - [`guard`]: what stands between a request and a handler — token, bound on requests in
@@ -41,6 +44,7 @@ pub mod guard;
 mod hosts;
 pub mod mcp;
 pub mod metrics;
+pub mod portable;
 pub mod rest;
 pub mod sessions;
 mod supply;
@@ -179,8 +183,13 @@ impl AppState {
     }
 
     /// Bounds MCP sessions by `limits` (see [`sessions`]).
-    pub fn with_session_limits(mut self, limits: sessions::SessionLimits) -> AppState {
-        self.sessions = Arc::new(sessions::Sessions::new(limits));
+    pub fn with_session_limits(self, limits: sessions::SessionLimits) -> AppState {
+        self.with_sessions(sessions::Sessions::new(limits))
+    }
+
+    /// Serves MCP sessions from `sessions` (its bounds, and its keys if sessions are sealed).
+    pub fn with_sessions(mut self, sessions: sessions::Sessions) -> AppState {
+        self.sessions = Arc::new(sessions);
         self
     }
 
@@ -570,13 +579,24 @@ pub fn run_serve(options: &Options, args: &ServeArgs) -> ExitCode {
     app.ctx.follows = args.follow.clone();
     app.ctx.ontology_drift = ontology_drift(&app.ctx);
     // Under --auth jwt every request carries its own caller; the fallback is never used.
+    let mut sessions = sessions::Sessions::new(sessions::SessionLimits {
+        max_sessions: args.max_sessions,
+        max_per_principal: args.max_sessions_per_principal.min(args.max_sessions),
+        idle_timeout: args.session_idle_timeout,
+    });
+    match args.session_keys() {
+        Ok(Some(keys)) => sessions = sessions.with_keys(keys),
+        Ok(None) => {}
+        Err(problem) => {
+            return fail(
+                options,
+                &ServerError::runtime("--session-key-file", problem, "fix the key and start again"),
+            )
+        }
+    }
     let mut state = AppState::new(app.ctx, Caller::local(), hosts, audit)
         .with_max_concurrent_requests(args.max_concurrent_requests)
-        .with_session_limits(sessions::SessionLimits {
-            max_sessions: args.max_sessions,
-            max_per_principal: args.max_sessions_per_principal.min(args.max_sessions),
-            idle_timeout: args.session_idle_timeout,
-        });
+        .with_sessions(sessions);
     state.conn_limits = args.conn_limits();
     state.public_probe_details = args.public_probe_details;
     state.trusted_proxies = match conn::TrustedProxies::parse(&args.trusted_proxies) {

@@ -69,6 +69,10 @@ pub fn app(state: Arc<AppState>, cancel: CancellationToken) -> Router {
         .layer(middleware::from_fn_with_state(
             state.sessions.clone(),
             super::sessions::mark_busy,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.sessions.clone(),
+            super::sessions::unseal,
         ));
     Router::new()
         .merge(mcp)

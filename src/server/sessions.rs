@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Request, State};
@@ -35,11 +35,12 @@ use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError,
 };
 use rmcp::transport::streamable_http_server::session::{
-    ServerSseMessage, SessionId, SessionManager,
+    RestoreOutcome, ServerSseMessage, SessionId, SessionManager, SessionStore,
 };
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::portable::{Restorable, SessionKeys};
 use crate::auth::Principal;
 use crate::limits::MAX_BODY_BYTES;
 
@@ -184,6 +185,11 @@ pub struct Sessions {
     evicted: [AtomicU64; 3],
     refused: AtomicU64,
     last_logged: Mutex<[Option<Instant>; 3]>,
+    /// `--session-key-file`: sessions sealed into their ids, restorable on any replica
+    /// ([`super::portable`]).
+    keys: Option<SessionKeys>,
+    restorable: Arc<Restorable>,
+    restored: AtomicU64,
 }
 
 impl Sessions {
@@ -201,7 +207,30 @@ impl Sessions {
             evicted: Default::default(),
             refused: AtomicU64::new(0),
             last_logged: Mutex::new([None; 3]),
+            keys: None,
+            restorable: Arc::default(),
+            restored: AtomicU64::new(0),
         }
+    }
+
+    /// Seals sessions into their ids with `keys`, so that any replica holding one of them can
+    /// restore a session another replica opened.
+    pub fn with_keys(mut self, keys: SessionKeys) -> Sessions {
+        self.keys = Some(keys);
+        self
+    }
+
+    /// The store rmcp restores sealed sessions from; `None` without keys.
+    pub fn store(&self) -> Option<Arc<dyn SessionStore>> {
+        self.keys
+            .as_ref()
+            .map(|_| self.restorable.clone() as Arc<dyn SessionStore>)
+    }
+
+    /// Sessions this replica restored from a sealed id another replica (or it, before a
+    /// restart) issued.
+    pub fn restored(&self) -> u64 {
+        self.restored.load(Ordering::Relaxed)
     }
 
     pub fn limits(&self) -> SessionLimits {
@@ -241,6 +270,8 @@ impl Sessions {
             "idle_timeout_seconds": self.limits.idle_timeout.as_secs(),
             "evicted": Eviction::ALL.iter().map(|r| (r.as_str().to_string(), json!(self.evicted(*r)))).collect::<serde_json::Map<_, _>>(),
             "refused": self.refused(),
+            "portable": self.keys.is_some(),
+            "restored": self.restored(),
         })
     }
 
@@ -313,6 +344,25 @@ impl Sessions {
                     busy: 0,
                 },
             );
+        }
+    }
+
+    /// Turns `principal`'s reservation into the session rmcp restored from a sealed id; a
+    /// session a concurrent request registered first is kept as it is.
+    async fn register_restored(&self, principal: &str, id: SessionId) {
+        let open = self.inner.has_session(&id).await.unwrap_or(false);
+        let mut table = self.lock();
+        table.unreserve(principal);
+        if open && !table.live.contains_key(&id) {
+            table.live.insert(
+                id,
+                Entry {
+                    principal: principal.to_string(),
+                    last_used: Instant::now(),
+                    busy: 0,
+                },
+            );
+            self.restored.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -496,6 +546,13 @@ impl SessionManager for Sessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.inner.resume(id, last_event_id).await
     }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        self.inner.restore_session(id).await
+    }
 }
 
 /// The `Mcp-Session-Id` of a request or response, if it carries a readable one.
@@ -505,7 +562,7 @@ pub fn session_of(headers: &axum::http::HeaderMap) -> Option<&str> {
 
 /// Who a session belongs to for the per-principal cap: the token's subject under `--auth jwt`,
 /// else the peer's IP address (every connection of one host is one principal).
-fn principal_of(request: &Request) -> String {
+pub(super) fn principal_of(request: &Request) -> String {
     if let Some(p) = request.extensions().get::<Principal>() {
         return format!("sub:{}", p.caller.subject);
     }
@@ -555,32 +612,98 @@ pub async fn admit_sessions(
         return StatusCode::BAD_REQUEST.into_response();
     };
     let request = Request::from_parts(parts, Body::from(bytes.clone()));
-    let Some(init_id) = initialize_id(&bytes) else {
+    let Some(init) = initialize_of(&bytes) else {
         return next.run(request).await;
     };
     let principal = principal_of(&request);
     if let Err(cap) = sessions.admit(&principal).await {
-        return refused(&cap, init_id);
+        return refused(&cap, init["id"].clone());
     }
-    let response = next.run(request).await;
-    match session_of(response.headers()) {
-        Some(id) => sessions.register(&principal, SessionId::from(id)).await,
-        None => sessions.release(&principal),
+    let mut response = next.run(request).await;
+    let Some(id) = session_of(response.headers()).map(str::to_string) else {
+        sessions.release(&principal);
+        return response;
+    };
+    sessions
+        .register(&principal, SessionId::from(id.as_str()))
+        .await;
+    let sealed = sessions.keys.as_ref().and_then(|keys| {
+        keys.seal(&id, &principal, &init["params"], SystemTime::now())
+            .and_then(|sealed| HeaderValue::from_str(&sealed).ok())
+    });
+    match sealed {
+        Some(sealed) => {
+            response.headers_mut().insert(SESSION_HEADER, sealed);
+        }
+        None if sessions.keys.is_some() => tracing::warn!(
+            session = %id,
+            "this session's initialize parameters are too large to seal into its id; it stays on this replica"
+        ),
+        None => {}
     }
     response
 }
 
-/// The id of the `initialize` request in a POST body, if it holds one.
-fn initialize_id(body: &Bytes) -> Option<Value> {
+/// The `initialize` request in a POST body, if it holds one.
+fn initialize_of(body: &Bytes) -> Option<Value> {
     let is_initialize = |m: &Value| m["method"] == "initialize" && m.get("id").is_some();
     match serde_json::from_slice::<Value>(body).ok()? {
-        Value::Array(batch) => batch
-            .into_iter()
-            .find(is_initialize)
-            .map(|m| m["id"].clone()),
-        m if is_initialize(&m) => Some(m["id"].clone()),
+        Value::Array(batch) => batch.into_iter().find(is_initialize),
+        m if is_initialize(&m) => Some(m),
         _ => None,
     }
+}
+
+/// Outermost on `/mcp`, with `--session-key-file`: a request that carries a sealed session id
+/// ([`super::portable`]) goes on with rmcp's own id inside it; when this replica does not hold
+/// that session, it is restored from the id under the same caps as an `initialize`. A sealed
+/// id that does not open (another key, altered, expired, another principal's) is answered 404
+/// like any unknown session, and the client initializes again.
+pub async fn unseal(
+    State(sessions): State<Arc<Sessions>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Some(keys) = &sessions.keys else {
+        return next.run(request).await;
+    };
+    // rmcp's own ids (UUIDs) hold no '.', a sealed one (a JWT) two.
+    let Some(id) = session_of(request.headers()).filter(|id| id.contains('.')) else {
+        return next.run(request).await;
+    };
+    let principal = principal_of(&request);
+    let sealed = match keys.open(id, SystemTime::now()) {
+        Some(sealed) if sealed.sub == principal => sealed,
+        _ => return session_not_found(),
+    };
+    let Ok(inner_id) = HeaderValue::from_str(&sealed.sid) else {
+        return session_not_found();
+    };
+    request.headers_mut().insert(SESSION_HEADER, inner_id);
+    let sid = SessionId::from(sealed.sid.as_str());
+    // DELETE ends a session where it is held; there is nothing to restore it for.
+    let held = sessions.inner.has_session(&sid).await.unwrap_or(false);
+    if held || request.method() == Method::DELETE {
+        return next.run(request).await;
+    }
+    if let Err(cap) = sessions.admit(&principal).await {
+        return refused(&cap, Value::Null);
+    }
+    sessions.restorable.offer(&sealed.sid, sealed.init);
+    let response = next.run(request).await;
+    sessions.restorable.withdraw(&sealed.sid);
+    sessions.register_restored(&principal, sid).await;
+    response
+}
+
+/// The answer to a sealed session id that does not open: the spec's 404 for an unknown
+/// session, whose client initializes again.
+fn session_not_found() -> Response {
+    let body = json!({
+        "error": "SessionNotFound",
+        "message": "this MCP session id is not valid on this server (signed with a key this server does not hold, altered, expired, or opened under another identity); start a new session with initialize",
+    });
+    (StatusCode::NOT_FOUND, Json(body)).into_response()
 }
 
 /// The answer to an `initialize` refused at a cap.
