@@ -1174,6 +1174,7 @@ fn phase_query(size: usize, work: &Path, query_count: usize) -> Result<Value> {
                 domains: &domains,
                 kinds: &kinds,
                 mode: Mode::Hybrid,
+                identifier: None,
             };
             let searched = samples
                 .time(|| retrieval::search(&snapshot, &model, &params, &q))

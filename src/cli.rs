@@ -192,6 +192,10 @@ pub enum EvalCommand {
         /// Also write eval.json and a self-contained eval.html into this directory.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Override one retrieval or vote parameter for this run (repeatable), as for `eval
+        /// tags`.
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
     },
     /// Every find_precedents entry of labelled query files (with their alternatives) with its
     /// grade and evidence, one JSON line each: what scripts/fit-precedent.py fits

@@ -64,6 +64,46 @@ pub struct Params {
     /// How the lists of the caller's phrasings (description + alternatives) are fused.
     #[serde(flatten)]
     pub phrasings: PhrasingFusion,
+    /// How suggest_tags' precedents vote.
+    #[serde(flatten)]
+    pub vote: Vote,
+}
+
+/// How `suggest_tags`' precedents vote on each key (`tools::suggest_tags`): kept with the
+/// search's tunables so that `govcat eval tags|calls --param` reaches them too.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Vote {
+    /// What a precedent's vote weighs: its `precedent_confidence` (how likely it is a direct
+    /// precedent) or its fused `score` (a rank artefact; the vote before 2026-12-05).
+    pub vote_by: VoteBy,
+    /// The vote is that value to this power.
+    pub vote_exponent: f64,
+    /// When any precedent reaches this precedent_confidence, only those that reach it vote
+    /// (an entry find_precedents calls another kind of data cannot outvote a precedent);
+    /// 0 lets every precedent vote.
+    pub vote_gate: f64,
+    /// Ordered keys (`ordered: true`): of the values the voting precedents carry, the strictest
+    /// whose weight times this reaches the largest weight is proposed; 1 proposes the largest.
+    pub strict_ratio: f64,
+}
+
+/// What a precedent's vote weighs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VoteBy {
+    PrecedentConfidence,
+    Score,
+}
+
+impl Default for Vote {
+    fn default() -> Self {
+        Vote {
+            vote_by: VoteBy::Score,
+            vote_exponent: 2.0,
+            vote_gate: 0.0,
+            strict_ratio: 1.0,
+        }
+    }
 }
 
 /// The fusion of the phrasings' own hybrid lists into one (stage 5 of [`search`]): weighted
@@ -131,7 +171,7 @@ impl Params {
         }
         serde_json::from_value(v).map_err(|e| {
             format!(
-                "--param {}: {e}; give a number (or fusion=rrf|weighted_sum)",
+                "--param {}: {e}; give a number (or fusion=rrf|weighted_sum, vote_by=precedent_confidence|score)",
                 overrides.join(" ")
             )
         })
@@ -167,6 +207,7 @@ impl Default for Params {
             key_weight: 0.7,
             boosts: Boosts::default(),
             phrasings: PhrasingFusion::default(),
+            vote: Vote::default(),
         }
     }
 }
@@ -212,6 +253,10 @@ pub struct Query<'a> {
     pub domains: &'a [String],
     pub kinds: &'a [Kind],
     pub mode: Mode,
+    /// The caller's answer to "is an identifier asked for?" (key columns are then not
+    /// weighted down), for every phrasing; `None`: inferred per phrasing
+    /// ([`asks_for_identifier_with`]).
+    pub identifier: Option<bool>,
 }
 
 impl Query<'_> {
@@ -258,7 +303,9 @@ pub fn prepare(snapshot: &Snapshot, q: &Query<'_>) -> Vec<Prepared> {
         .map(|p| {
             let expansion = snapshot.expand_query(p);
             Prepared {
-                asks_for_identifier: asks_for_identifier_with(p, &expansion),
+                asks_for_identifier: q
+                    .identifier
+                    .unwrap_or_else(|| asks_for_identifier_with(p, &expansion)),
                 expansion,
             }
         })
@@ -422,14 +469,22 @@ pub fn asks_for_identifier(snapshot: &Snapshot, description: &str) -> bool {
 }
 
 /// [`asks_for_identifier`] with the description's expansion already at hand.
+/// A count ("number of claims", "Anzahl der Schäden") is not an identifier: there, `number`
+/// (in the text or in its glossary expansion) is not counted.
 pub fn asks_for_identifier_with(description: &str, expansion: &[String]) -> bool {
     let split = crate::text::split_identifier(description);
     let words = crate::text::words(&split);
+    let count = words.windows(2).any(|w| {
+        matches!(w[0].as_str(), "number" | "numbers" | "count") && w[1] == "of"
+            || w[0] == "how" && w[1] == "many"
+    }) || words.iter().any(|w| w == "anzahl");
     words.iter().chain(expansion).any(|w| {
-        IDENTIFIER_WORDS.contains(&w.as_str())
-            || w.ends_with("nummer")
-            || (w.ends_with("nr") && w.len() > 2)
-            || w.starts_with("identif")
+        let counted = count && matches!(w.as_str(), "number" | "numbers" | "count");
+        !counted
+            && (IDENTIFIER_WORDS.contains(&w.as_str())
+                || w.ends_with("nummer")
+                || (w.ends_with("nr") && w.len() > 2)
+                || w.starts_with("identif"))
     })
 }
 
@@ -713,6 +768,9 @@ pub fn request_digest(q: &Query<'_>, min_similarity: f32) -> String {
     // Bound to the whole request; without alternatives the digest is what it always was.
     if !q.alternatives.is_empty() {
         canonical["alternatives"] = serde_json::json!(q.alternatives);
+    }
+    if let Some(identifier) = q.identifier {
+        canonical["identifier"] = serde_json::json!(identifier);
     }
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()

@@ -1359,6 +1359,7 @@ fn top_with(
         domains: &snapshot.domains,
         kinds: &kinds,
         mode: Mode::Hybrid,
+        identifier: None,
     };
     retrieval::search(&snapshot, built.embedder.as_ref(), params, &q)
         .unwrap_or_else(|e| panic!("searching '{description}': {e}"))
@@ -1852,6 +1853,7 @@ fn hybrid_candidates_of_five_phrasings_are_each_phrasings_own_in_order() {
         domains: &snapshot.domains,
         kinds: &kinds,
         mode,
+        identifier: None,
     };
     let sides = |mode| {
         let q = query(mode);

@@ -133,7 +133,10 @@ pub(super) fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
                 calls,
                 labels,
                 report: dir,
+                params,
             } => {
+                ctx.retrieval = crate::retrieval::Params::with_overrides(ctx.retrieval, params)
+                    .map_err(|problem| ToolError::new("InvalidArguments", problem))?;
                 let r = crate::eval::calls::run(&ctx, calls, labels)?;
                 if let Some(dir) = dir {
                     report::write(dir, &r, &crate::eval::calls::html(&r))?;
@@ -199,9 +202,9 @@ fn below(value: f64, baseline: Option<f64>) -> String {
 fn tags_summary(r: &crate::eval::tags::TagsReport) -> String {
     let gated = r.request.min_confidence.is_some();
     let mut out = format!(
-        "{:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>11} {:>10} {:>10}\n{:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>11} {:>10} {:>10}\n",
-        "key", "columns", "right", "answered", "abstained", "right when", "baseline on", "baseline:", "baseline:",
-        "", "checked", "(of all)", "(share)", "", "answered", "answered", "majority", "name words",
+        "{:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>11} {:>10} {:>10} {:>11}\n{:<16} {:>7} {:>9} {:>9} {:>9} {:>10} {:>11} {:>10} {:>10} {:>11}\n",
+        "key", "columns", "right", "answered", "abstained", "right when", "baseline on", "baseline:", "baseline:", "under/over",
+        "", "checked", "(of all)", "(share)", "", "answered", "answered", "majority", "name words", "stated",
     );
     let mut marked = false;
     for (key, k) in &r.keys {
@@ -220,7 +223,7 @@ fn tags_summary(r: &crate::eval::tags::TagsReport) -> String {
         };
         marked |= right.ends_with('!') || when.ends_with('!');
         out += &format!(
-            "{:<16} {:>7} {:>9} {:>9.3} {:>9} {:>10} {:>11} {:>10.3} {:>10.3}\n",
+            "{:<16} {:>7} {:>9} {:>9.3} {:>9} {:>10} {:>11} {:>10.3} {:>10.3} {:>11}\n",
             key,
             k.columns,
             right,
@@ -230,7 +233,11 @@ fn tags_summary(r: &crate::eval::tags::TagsReport) -> String {
             k.baseline_when_answered
                 .map_or("-".to_string(), |x| format!("{x:.3}")),
             k.baseline_majority,
-            k.baseline_name_overlap
+            k.baseline_name_overlap,
+            match (k.understated, k.overstated) {
+                (Some(u), Some(o)) => format!("{u}/{o}"),
+                _ => "-".to_string(),
+            }
         );
     }
     if marked {

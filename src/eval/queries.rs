@@ -388,6 +388,7 @@ impl Raw {
             domains: &snapshot.domains,
             kinds: &kinds,
             mode: retrieval::Mode::Hybrid,
+            identifier: None,
         };
         let prepared = retrieval::prepare(snapshot, &query);
         let sides = retrieval::candidates_all(snapshot, embedder, params, &query, &prepared)

@@ -56,6 +56,10 @@ pub struct KeyReport {
     /// Accuracy of the value of the other column whose name shares the most words (majority
     /// among those tied; the most common value when no name shares a word).
     pub baseline_name_overlap: f64,
+    /// Ordered keys only (`null` otherwise): wrong proposals less restrictive than the real
+    /// value (the costly error) and more restrictive.
+    pub understated: Option<usize>,
+    pub overstated: Option<usize>,
     /// Real value → proposed value (or `(no answer)`) → columns.
     pub confusion: BTreeMap<String, BTreeMap<String, usize>>,
 }
@@ -318,6 +322,24 @@ pub fn run(
 
 /// [`run`] with `min_confidence` passed to every suggestion (keys below it count as not
 /// answered, as the caller would see them).
+/// Whether `key` is ordered (`ordered: true` in the ontology).
+fn ordered(ctx: &Context, key: &str) -> bool {
+    ctx.ontology
+        .keys
+        .iter()
+        .any(|k| k.key.0 == key && k.ordered)
+}
+
+/// Position of `value` in an ordered `key` (least restrictive first); `None` when unordered.
+fn order_of(ctx: &Context, key: &str, value: &str) -> Option<usize> {
+    let spec = ctx
+        .ontology
+        .keys
+        .iter()
+        .find(|k| k.key.0 == key && k.ordered)?;
+    spec.values.iter().position(|v| v.value.0 == value)
+}
+
 pub fn run_with(
     ctx: &Context,
     exclude: Exclude,
@@ -361,6 +383,8 @@ pub fn run_with(
         overlap: usize,
         majority_answered: usize,
         overlap_answered: usize,
+        understated: usize,
+        overstated: usize,
         confusion: BTreeMap<String, BTreeMap<String, usize>>,
     }
     let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
@@ -415,6 +439,13 @@ pub fn run_with(
                 t.answered += usize::from(proposed.is_some());
                 t.majority += usize::from(majority_value.as_deref() == Some(real));
                 t.overlap += usize::from(overlap_value.as_deref() == Some(real));
+                if let Some((p, r)) = proposed
+                    .as_deref()
+                    .and_then(|p| Some((order_of(ctx, key, p)?, order_of(ctx, key, real)?)))
+                {
+                    t.understated += usize::from(p < r);
+                    t.overstated += usize::from(p > r);
+                }
                 if proposed.is_some() {
                     t.majority_answered += usize::from(majority_value.as_deref() == Some(real));
                     t.overlap_answered += usize::from(overlap_value.as_deref() == Some(real));
@@ -471,6 +502,8 @@ pub fn run_with(
                         .then(|| share(t.majority_answered.max(t.overlap_answered), t.answered)),
                     baseline_majority: share(t.majority, t.columns),
                     baseline_name_overlap: share(t.overlap, t.columns),
+                    understated: ordered(ctx, key).then_some(t.understated),
+                    overstated: ordered(ctx, key).then_some(t.overstated),
                     confusion: t.confusion,
                 },
             )

@@ -515,6 +515,7 @@ pub fn run_with_evidence(
         domains: &domains,
         kinds: &kinds,
         mode,
+        identifier: None,
     };
     let digest = retrieval::request_digest(&query, params.min_similarity);
     let offset = match &input.cursor {

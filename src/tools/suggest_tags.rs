@@ -167,6 +167,10 @@ pub struct Proposal {
     /// floor): 0 there means "not measured", not "measured as a miss". Decide such a key with the
     /// user.
     pub unmeasured: BTreeMap<String, String>,
+    /// Per ordered key (`ordered: true`, e.g. sensitivity) whose voting precedents carry more
+    /// than one value: each value with its precedents and weight, and why the proposed one was
+    /// chosen. The stricter value is proposed unless the less strict one clearly outweighs it.
+    pub conflicts: BTreeMap<String, Conflict>,
     /// What the confidences were measured on; `null` for a snapshot built without
     /// calibration (rebuild it with `govcat index`).
     #[schemars(
@@ -174,6 +178,37 @@ pub struct Proposal {
 snapshot was built without calibration (the operator's rebuild of the snapshot adds it)."
     )]
     pub calibration: Option<CalibrationInfo>,
+}
+
+/// Precedents of one ordered key that disagree, and how the proposal was chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Conflict {
+    /// Every value the voting precedents carry, strictest first.
+    pub values: Vec<ConflictValue>,
+    pub proposed: String,
+    /// Why `proposed`, in words.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConflictValue {
+    pub value: String,
+    pub precedents: Vec<String>,
+    /// The value's share of the voting precedents' weight.
+    pub weight: f64,
+}
+
+/// One precedent of the search the vote used (find_precedents' column entries for the same
+/// description and alternatives, in its order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PrecedentEntry {
+    pub id: String,
+    /// 1-based, in find_precedents' order.
+    pub rank: usize,
+    pub precedent_confidence: f64,
+    pub matched_by: Vec<find_precedents::MatchedBy>,
+    /// Whether it voted: when any precedent reaches precedent_confidence 0.5, only those do.
+    pub vote: bool,
 }
 
 /// What `proposal.confidence` was measured on.
@@ -193,6 +228,9 @@ pub struct Output {
     pub proposal: Proposal,
     /// The precedent column ids considered, best first.
     pub precedents: Vec<String>,
+    /// The same precedents with the evidence the vote used: rank, precedent_confidence,
+    /// matched_by, and whether each voted.
+    pub precedent_entries: Vec<PrecedentEntry>,
     /// Only when no precedent matched: find_precedents' suggestions (derived from your words,
     /// not searched) and hint (what was searched, what to try next).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -400,18 +438,21 @@ pub fn run_with_evidence(
         .iter()
         .map(|e| e.precedent_confidence)
         .fold(0.0, f64::max);
+    let rule = ctx.retrieval.vote;
+    let weights = vote_weights(&found.entries, &rule);
+    let mut conflicts = BTreeMap::new();
     for spec in &ctx.ontology.keys {
         let key = spec.key.0.as_str();
         let mut precedents = Tally::default();
-        for (e, found_by) in found.entries.iter().zip(&found_evidence) {
-            if let Some(tags) = &e.lf_tags {
+        for ((e, found_by), weight) in found.entries.iter().zip(&found_evidence).zip(&weights) {
+            if let (Some(tags), Some(weight)) = (&e.lf_tags, weight) {
                 // The description's own similarity, not the best of any phrasing: an
                 // alternative that matches an unrelated column's name word must not lift
                 // the evidence (the support floor holds with alternatives).
                 let vote = Vote {
                     column: &e.id,
                     tags,
-                    weight: e.score.max(0.0).powi(PRECEDENT_WEIGHT_EXPONENT),
+                    weight: *weight,
                     similarity: found_by.description_similarity.max(0.0),
                     score: e.score,
                 };
@@ -480,10 +521,26 @@ pub fn run_with_evidence(
                 })
                 .then_with(|| a.value.cmp(&b.value))
         });
-        let mut voted = candidates
+        let voted: Vec<&Candidate> = candidates
             .iter()
-            .filter(|c| !c.precedents.columns.is_empty());
-        let (top, second) = (voted.next(), voted.next());
+            .filter(|c| !c.precedents.columns.is_empty())
+            .collect();
+        let leaned = spec
+            .ordered
+            .then(|| lean_strict(spec, &voted, rule.strict_ratio))
+            .flatten();
+        if let Some(conflict) = spec
+            .ordered
+            .then(|| conflict_of(spec, &voted, leaned, rule.strict_ratio))
+            .flatten()
+        {
+            conflicts.insert(key.to_string(), conflict);
+        }
+        // The proposed value first, then the one it is measured against.
+        let (top, second) = match leaned {
+            Some(strict) => (Some(voted[strict]), voted.first().copied()),
+            None => (voted.first().copied(), voted.get(1).copied()),
+        };
         if let Some(top) = top {
             let e = precedents.evidence(&top.value, second.map(|c| c.value.as_str()));
             evidence.insert(key.to_string(), e);
@@ -502,7 +559,12 @@ pub fn run_with_evidence(
             );
         } else if let Some(top) = top {
             proposal.insert(key.to_string(), top.value.clone());
-            basis.insert(key.to_string(), "precedent_majority".to_string());
+            let how = if leaned.is_some() {
+                "precedent_stricter"
+            } else {
+                "precedent_majority"
+            };
+            basis.insert(key.to_string(), how.to_string());
             if let Some(map) = &calibration {
                 let e = &evidence[key];
                 if best_precedent < NO_PRECEDENT_BELOW {
@@ -571,9 +633,23 @@ pub fn run_with_evidence(
             abstained,
             confidence,
             unmeasured,
+            conflicts,
             calibration,
         },
         precedents: found.entries.iter().map(|e| e.id.clone()).collect(),
+        precedent_entries: found
+            .entries
+            .iter()
+            .zip(&weights)
+            .enumerate()
+            .map(|(i, (e, w))| PrecedentEntry {
+                id: e.id.clone(),
+                rank: i + 1,
+                precedent_confidence: e.precedent_confidence,
+                matched_by: e.matched_by.clone(),
+                vote: w.is_some(),
+            })
+            .collect(),
         suggestions: found.suggestions,
         hint: found.hint,
         target: target.name(),
@@ -752,6 +828,108 @@ fn resolve_target(
         table: table.cloned(),
         inherited: ctx.source.database_tags(caller, domain)?,
         similar,
+    })
+}
+
+/// Each precedent's vote weight under `rule`, `None` for one that does not vote (below the
+/// gate while another reaches it).
+fn vote_weights(
+    entries: &[find_precedents::Entry],
+    rule: &crate::retrieval::Vote,
+) -> Vec<Option<f64>> {
+    use crate::retrieval::VoteBy;
+    let gated = rule.vote_gate > 0.0
+        && entries
+            .iter()
+            .any(|e| e.precedent_confidence >= rule.vote_gate);
+    entries
+        .iter()
+        .map(|e| {
+            if gated && e.precedent_confidence < rule.vote_gate {
+                return None;
+            }
+            let basis = match rule.vote_by {
+                // Rounded to 3 places: a floor keeps an entry shown at 0.000 a voter.
+                VoteBy::PrecedentConfidence => e.precedent_confidence.max(0.001),
+                VoteBy::Score => e.score.max(0.0),
+            };
+            Some(basis.powf(rule.vote_exponent))
+        })
+        .collect()
+}
+
+/// The position in `ordered` of `value` in its key's order (least strict first).
+fn strictness(spec: &crate::ontology::KeySpec, value: &str) -> usize {
+    spec.values
+        .iter()
+        .position(|v| v.value.0 == value)
+        .unwrap_or(0)
+}
+
+/// For an ordered key: the index in `voted` (largest weight first) of the strictest value
+/// whose weight times `ratio` reaches the largest, when that is not the largest itself.
+fn lean_strict(spec: &crate::ontology::KeySpec, voted: &[&Candidate], ratio: f64) -> Option<usize> {
+    let top = voted.first()?;
+    let (i, strict) = voted
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            c.precedent_weight > 0.0 && c.precedent_weight * ratio >= top.precedent_weight
+        })
+        .max_by_key(|(_, c)| strictness(spec, &c.value))?;
+    (strictness(spec, &strict.value) > strictness(spec, &top.value)).then_some(i)
+}
+
+/// The conflict of an ordered key whose voting precedents carry more than one value.
+fn conflict_of(
+    spec: &crate::ontology::KeySpec,
+    voted: &[&Candidate],
+    leaned: Option<usize>,
+    ratio: f64,
+) -> Option<Conflict> {
+    let weighed: Vec<&&Candidate> = voted.iter().filter(|c| c.precedent_weight > 0.0).collect();
+    if weighed.len() < 2 {
+        return None;
+    }
+    let top = voted[0];
+    let proposed = voted[leaned.unwrap_or(0)];
+    let reason = match leaned {
+        Some(_) => format!(
+            "leaned strict: {} (weight {:.2}) is stricter than {} ({:.2}), which does not \
+             outweigh it {ratio}-fold",
+            proposed.value, proposed.precedent_weight, top.value, top.precedent_weight
+        ),
+        None => {
+            let stricter: Vec<String> = weighed
+                .iter()
+                .filter(|c| strictness(spec, &c.value) > strictness(spec, &top.value))
+                .map(|c| format!("{} ({:.2})", c.value, c.precedent_weight))
+                .collect();
+            if stricter.is_empty() {
+                format!("{} is the strictest value the precedents carry", top.value)
+            } else {
+                format!(
+                    "{} (weight {:.2}) outweighs the stricter {} at least {ratio}-fold",
+                    top.value,
+                    top.precedent_weight,
+                    stricter.join(", ")
+                )
+            }
+        }
+    };
+    let mut values: Vec<ConflictValue> = weighed
+        .iter()
+        .map(|c| ConflictValue {
+            value: c.value.clone(),
+            precedents: c.precedents.columns.clone(),
+            weight: c.precedent_weight,
+        })
+        .collect();
+    values.sort_by_key(|v| std::cmp::Reverse(strictness(spec, &v.value)));
+    Some(Conflict {
+        values,
+        proposed: proposed.value.clone(),
+        reason,
     })
 }
 
