@@ -957,6 +957,19 @@ mod tests {
         );
     }
 
+    /// Pair: a count ("number of", "Anzahl", also through the glossary's "number") does not
+    /// ask for an identifier; a number that names a record does.
+    #[test]
+    fn a_count_is_not_an_identifier_and_a_record_number_is() {
+        for count in ["number of sick days", "Anzahl Krankheitstage", "how many claims"] {
+            let expansion = vec!["number".to_string()];
+            assert!(!asks_for_identifier_with(count, &expansion), "{count}");
+        }
+        for id in ["policy number", "customer_no", "Kundennummer", "claim id"] {
+            assert!(asks_for_identifier_with(id, &[]), "{id}");
+        }
+    }
+
     #[test]
     fn short_words_yield_no_suggestions() {
         assert!(suggestions("eu id").is_empty());

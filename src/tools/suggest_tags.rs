@@ -1091,6 +1091,196 @@ mod tests {
         assert!((e.runner_up - 0.12 / 0.73).abs() < 1e-12);
     }
 
+    /// A column entry of find_precedents with `sensitivity` = `value`.
+    fn entry(
+        id: &str,
+        value: &str,
+        precedent_confidence: f64,
+        score: f64,
+    ) -> find_precedents::Entry {
+        find_precedents::Entry {
+            id: id.to_string(),
+            kind: Kind::Column,
+            domain: None,
+            table: None,
+            column: None,
+            data_type: None,
+            key: None,
+            value: None,
+            description: None,
+            lf_tags: Some(Tags::from([(
+                "sensitivity".to_string(),
+                TagState::present(value, TagLevel::Column),
+            )])),
+            score,
+            match_type: crate::retrieval::MatchType::Both,
+            bm25_rank: None,
+            dense_rank: None,
+            similarity: None,
+            matched_by: Vec::new(),
+            precedent_confidence,
+        }
+    }
+
+    /// The sensitivity weight shares of `entries` voting under `rule`.
+    fn shares(
+        entries: &[find_precedents::Entry],
+        rule: &crate::retrieval::Vote,
+    ) -> Vec<(String, f64)> {
+        let ctx = demo_context();
+        let mut tally = Tally::default();
+        for (e, w) in entries.iter().zip(vote_weights(entries, rule)) {
+            if let (Some(tags), Some(weight)) = (&e.lf_tags, w) {
+                let vote = Vote {
+                    column: &e.id,
+                    tags,
+                    weight,
+                    similarity: 0.5,
+                    score: e.score,
+                };
+                tally.add(&ctx, "sensitivity", vote);
+            }
+        }
+        ["high", "internal"]
+            .iter()
+            .map(|v| (v.to_string(), tally.weight_share(v)))
+            .collect()
+    }
+
+    const BY_EVIDENCE: crate::retrieval::Vote = crate::retrieval::Vote {
+        vote_by: crate::retrieval::VoteBy::PrecedentConfidence,
+        vote_exponent: 2.0,
+        vote_gate: 0.5,
+        strict_ratio: 2.0,
+    };
+
+    #[test]
+    fn one_direct_precedent_outvotes_entries_find_precedents_calls_another_kind() {
+        // Ranked first, a payee IBAN (a direct precedent); then four status columns of the same
+        // payment table, close in score, that find_precedents calls another kind of data.
+        let mut entries = vec![entry("column:p.pay.payee_iban", "high", 0.91, 0.40)];
+        for n in 0..4 {
+            entries.push(entry(
+                &format!("column:p.pay.status_{n}"),
+                "internal",
+                0.21,
+                0.38,
+            ));
+        }
+        assert_eq!(
+            shares(&entries, &BY_EVIDENCE),
+            vec![("high".to_string(), 1.0), ("internal".to_string(), 0.0)]
+        );
+        // The fused score squared (the vote before) follows the neighbours.
+        let by_score = crate::retrieval::Vote::default();
+        assert_eq!(
+            shares(&entries, &by_score),
+            vec![("high".to_string(), 0.217), ("internal".to_string(), 0.783)]
+        );
+    }
+
+    #[test]
+    fn two_direct_precedents_that_agree_outvote_one_weak_entry() {
+        let entries = vec![
+            entry("column:a.t.status", "high", 0.3, 0.45),
+            entry("column:b.t.iban", "internal", 0.8, 0.40),
+            entry("column:c.t.iban", "internal", 0.7, 0.39),
+        ];
+        assert_eq!(
+            shares(&entries, &BY_EVIDENCE),
+            vec![("high".to_string(), 0.0), ("internal".to_string(), 1.0)]
+        );
+        // No entry reaches the gate: every entry votes by its precedent_confidence.
+        let weak: Vec<_> = entries
+            .iter()
+            .map(|e| find_precedents::Entry {
+                precedent_confidence: e.precedent_confidence / 2.0,
+                ..e.clone()
+            })
+            .collect();
+        assert_eq!(
+            shares(&weak, &BY_EVIDENCE),
+            vec![("high".to_string(), 0.074), ("internal".to_string(), 0.926)]
+        );
+    }
+
+    fn candidate(value: &str, columns: &[&str], weight: f64) -> Candidate {
+        Candidate {
+            value: value.to_string(),
+            precedents: Support {
+                columns: columns.iter().map(|c| c.to_string()).collect(),
+                share: 0.0,
+            },
+            precedent_weight: weight,
+            siblings: None,
+        }
+    }
+
+    fn sensitivity_spec() -> crate::ontology::KeySpec {
+        let ctx = demo_context();
+        let spec = ctx
+            .ontology
+            .keys
+            .iter()
+            .find(|k| k.key.0 == "sensitivity")
+            .expect("key");
+        assert!(spec.ordered);
+        spec.clone()
+    }
+
+    #[test]
+    fn an_ordered_key_whose_precedents_split_leans_to_the_stricter_value_and_says_so() {
+        let spec = sensitivity_spec();
+        let internal = candidate("internal", &["column:a.t.x", "column:b.t.x"], 0.6);
+        let confidential = candidate("confidential", &["column:c.t.x"], 0.4);
+        let voted = [&internal, &confidential];
+        let leaned = lean_strict(&spec, &voted, 2.0);
+        assert_eq!(leaned, Some(1));
+        let conflict = conflict_of(&spec, &voted, leaned, 2.0).expect("a conflict");
+        assert_eq!(conflict.proposed, "confidential");
+        assert_eq!(
+            conflict.values,
+            vec![
+                ConflictValue {
+                    value: "confidential".into(),
+                    precedents: vec!["column:c.t.x".into()],
+                    weight: 0.4
+                },
+                ConflictValue {
+                    value: "internal".into(),
+                    precedents: vec!["column:a.t.x".into(), "column:b.t.x".into()],
+                    weight: 0.6
+                },
+            ]
+        );
+        assert_eq!(
+            conflict.reason,
+            "leaned strict: confidential (weight 0.40) is stricter than internal (0.60), which \
+             does not outweigh it 2-fold"
+        );
+    }
+
+    #[test]
+    fn a_stricter_value_with_one_weak_vote_against_many_direct_ones_is_not_proposed() {
+        let spec = sensitivity_spec();
+        let internal = candidate(
+            "internal",
+            &["column:a.t.x", "column:b.t.x", "column:c.t.x"],
+            0.9,
+        );
+        let high = candidate("high", &["column:d.t.x"], 0.1);
+        let voted = [&internal, &high];
+        assert_eq!(lean_strict(&spec, &voted, 2.0), None);
+        let conflict = conflict_of(&spec, &voted, None, 2.0).expect("a conflict");
+        assert_eq!(conflict.proposed, "internal");
+        assert_eq!(
+            conflict.reason,
+            "internal (weight 0.90) outweighs the stricter high (0.10) at least 2-fold"
+        );
+        // Agreement is no conflict.
+        assert_eq!(conflict_of(&spec, &[&internal], None, 2.0), None);
+    }
+
     #[test]
     fn a_zero_confidence_says_it_is_unknown_not_a_measured_miss() {
         assert_eq!(
