@@ -961,7 +961,11 @@ mod tests {
     /// ask for an identifier; a number that names a record does.
     #[test]
     fn a_count_is_not_an_identifier_and_a_record_number_is() {
-        for count in ["number of sick days", "Anzahl Krankheitstage", "how many claims"] {
+        for count in [
+            "number of sick days",
+            "Anzahl Krankheitstage",
+            "how many claims",
+        ] {
             let expansion = vec!["number".to_string()];
             assert!(!asks_for_identifier_with(count, &expansion), "{count}");
         }

@@ -140,6 +140,7 @@ fn the_held_out_column_is_never_its_own_precedent() {
         min_confidence: None,
         domain: None,
         table: None,
+        identifier: None,
     };
     let caller = govcat::catalog::Caller::local();
     let open = suggest_tags::run(&ctx, &caller, input()).expect("suggest");

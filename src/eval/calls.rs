@@ -531,6 +531,7 @@ pub fn evidence_rows(ctx: &Context, files: &[PathBuf]) -> Result<Vec<EvidenceRow
                 limit: Some(queries::DEPTH),
                 cursor: None,
                 mode: None,
+                identifier: None,
             };
             let (out, evidence) =
                 find_precedents::run_with_evidence(ctx, &Caller::local(), input, &|_| false)?;

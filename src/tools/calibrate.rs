@@ -161,6 +161,7 @@ pub fn leave_one_out(
                     min_confidence,
                     domain: None,
                     table: None,
+                    identifier: None,
                 };
                 suggest_tags::run_with_evidence(ctx, &Caller::local(), input, &|other| {
                     hidden(doc, other)

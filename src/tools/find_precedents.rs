@@ -84,7 +84,20 @@ pub struct Input {
     /// hybrid (default), bm25 or dense.
     #[serde(default)]
     pub mode: Option<Mode>,
+    /// Whether an identifier is asked for (see [`IDENTIFIER_DESCRIPTION`], what the schema
+    /// says); omitted: inferred per phrasing.
+    #[serde(default)]
+    #[schemars(description = IDENTIFIER_DESCRIPTION)]
+    pub identifier: Option<bool>,
 }
+
+/// What the schema says of `identifier`.
+pub const IDENTIFIER_DESCRIPTION: &str = "Optional. true: the column holds an identifier (a \
+key or number naming a record, or who did something): key columns (names ending in id, key, no, \
+nr) rank as usual. false: an attribute or a count: key columns are weighted down. Omitted: \
+inferred; an identifier is asked for when a word is id, no, nr, number, key, nummer, kennung, \
+who, wer (or ends in nummer/nr, starts with identif), but not in a count (number of, how many, \
+Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entry {
@@ -171,6 +184,18 @@ pub struct RequestEcho {
     pub key_column_weight: f64,
     /// How the phrasings' lists are fused (used only with alternatives).
     pub params: retrieval::PhrasingFusion,
+    /// Whether the description's list took an identifier as asked for (key columns not
+    /// weighted down), and whether that came from your `identifier` or was inferred.
+    pub identifier: bool,
+    pub identifier_from: IdentifierFrom,
+}
+
+/// Where the identifier rule of a search came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IdentifierFrom {
+    Argument,
+    Inferred,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -515,7 +540,7 @@ pub fn run_with_evidence(
         domains: &domains,
         kinds: &kinds,
         mode,
-        identifier: None,
+        identifier: input.identifier,
     };
     let digest = retrieval::request_digest(&query, params.min_similarity);
     let offset = match &input.cursor {
@@ -576,6 +601,11 @@ pub fn run_with_evidence(
         glossary_terms: searched.expansion,
         key_column_weight: params.key_weight_for(searched.asks_for_identifier),
         params: params.phrasings,
+        identifier: searched.asks_for_identifier,
+        identifier_from: match input.identifier {
+            Some(_) => IdentifierFrom::Argument,
+            None => IdentifierFrom::Inferred,
+        },
     };
     let empty = page.is_empty();
     let hint = empty.then(|| {

@@ -88,6 +88,12 @@ pub struct Input {
     #[serde(default)]
     #[schemars(description = TABLE_DESCRIPTION)]
     pub table: Option<TableName>,
+    /// Passed to the precedent search (see [`find_precedents::IDENTIFIER_DESCRIPTION`]).
+    #[serde(default)]
+    #[schemars(
+        description = "Optional: as find_precedents' identifier (true: the column holds an identifier; false: not; omitted: inferred)."
+    )]
+    pub identifier: Option<bool>,
 }
 
 /// What the schema says of `domain`.
@@ -419,6 +425,7 @@ pub fn run_with_evidence(
             limit: Some(PRECEDENTS),
             cursor: None,
             mode: None,
+            identifier: input.identifier,
         },
         exclude,
     )?;
