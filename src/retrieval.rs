@@ -111,6 +111,11 @@ impl Default for Vote {
 /// phrasings that found an entry. Runs only when the caller passed alternatives; the
 /// description alone keeps its own list and scores. Echoed in `request.params`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(
+    description = "How the phrasings' lists were fused into one, with alternatives only: \
+weighted reciprocal rank, weight / (phrasing_rrf_k + rank in that phrasing's list), summed over \
+the phrasings that found an entry."
+)]
 pub struct PhrasingFusion {
     /// Reciprocal-rank constant of the fusion across phrasings.
     pub phrasing_rrf_k: f64,
@@ -215,6 +220,10 @@ impl Default for Params {
 /// How an entry was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(
+    description = "How an entry was found: lexical (by your words), semantic (by meaning, \
+similarity at least request.min_similarity) or both."
+)]
 pub enum MatchType {
     Lexical,
     Semantic,

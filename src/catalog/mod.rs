@@ -572,6 +572,7 @@ impl CatalogError {
 
 /// A table that could not be read while enumerating, with the reason (for counts, rule 14).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "A table that could not be read, and why; left out of the counts.")]
 pub struct Unreadable {
     pub table: String,
     pub reason: String,

@@ -81,12 +81,6 @@ pub const COMPLETABLE: [&str; 2] = ["domain", "table"];
 /// Most completion values returned at once (the MCP limit).
 pub const MAX_COMPLETIONS: usize = CompletionInfo::MAX_VALUES;
 
-const INSTRUCTIONS: &str = "govcat answers questions about the datasets of a governed catalog \
-(owners, schemas, column classifications, LF-tag grants) from the catalog itself, never from \
-memory and never from the rows. Tag values come from a closed ontology (resource \
-govcat://ontology/lf-tags). Before acting on a classification, read the dataset live with \
-get_dataset.";
-
 /// Where the MCP handler leaves what it observed of a call (tool, arguments, outcome), for
 /// the gate to write once the response is complete. Shared through the request extensions,
 /// which rmcp hands to the handler inside `http::request::Parts`.
@@ -409,7 +403,7 @@ impl ServerHandler for GovcatMcp {
                 .build(),
         );
         info.server_info = Implementation::new("govcat", env!("CARGO_PKG_VERSION"));
-        info.instructions = Some(INSTRUCTIONS.into());
+        info.instructions = Some(tools::instructions().into());
         info
     }
 

@@ -12,17 +12,17 @@ use super::{CacheScope, Caller, Context, ToolError};
 use crate::catalog::boundary::Clause;
 use crate::catalog::{Column, Domain, FieldState, TableName, TagState};
 
-pub const DESCRIPTION: &str = "Call this when someone asks whether a role can read a dataset or which of its columns a role's \
-grant reaches. Pass role, domain and table exactly as the catalog names them. Evaluates the \
-role's Lake Formation LF-tag grant expressions in the dataset's domain catalog against every \
-column's effective tags: a column is reached when every clause of one grant holds (AND across \
-keys, OR within a key's values). Returns verdict: reaches (a column is reached), does_not_reach \
-(every column denied) or undetermined (none reached, some cannot be evaluated: their tags are \
-withheld or not collected; reaches is then null) - say which to the user, never undetermined as \
-denied. Also the reached columns, the denied columns each with a reason and each grant's failing \
-clause and the tag found (or that the role holds no grant in the domain), and the undetermined \
-columns with their keys, in dataset order. An unknown \
-role or dataset is an error that lists the known names. Never lists which users hold a role.";
+pub const DESCRIPTION: &str = "Says whether a role's Lake Formation LF-tag grants reach a \
+dataset's columns. Call it when someone asks whether a role can read a dataset or which of its \
+columns it reaches. Pass role, domain and table as the catalog names them. A column is reached \
+when every clause of one of the role's grants holds (AND across keys, OR within a key's \
+values) on its effective tags. Returns verdict: reaches (some column reached), does_not_reach \
+(every column denied) or undetermined (none reached, some not evaluable because their tags are \
+withheld or not collected; reaches is then null): tell the user which, and never report \
+undetermined as denied. Also, in dataset order, the reached columns, the denied ones with the \
+failing clause of each grant and the tag found (or that the role has no grant in the domain), \
+and the undetermined ones with their keys. An unknown role or dataset is an error listing the \
+known names. It never says which users hold a role.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

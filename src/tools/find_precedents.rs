@@ -17,71 +17,60 @@ use crate::limits::{
 use crate::precedent::EntryEvidence;
 use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 
-pub const DESCRIPTION: &str =
-    "Call this first when someone asks which existing columns hold some kind of data or how such \
-columns are classified, and before you propose tags for a new column; one call per column \
-(a request about several columns needs one call each). Pass description: what the column holds, in any language (English matches best; German words also match through a \
-glossary). Describe what is in the column: negation is not understood, so \"IBAN, not stored in \
-clear\" matches clear IBANs; say \"hashed IBAN\" instead. Pass alternatives (up to 8, 3-5 is \
-typical): the names such a column usually has, in snake_case (payee_iban, iban), the standard \
-term, English words for a German description. Specific phrasings beat broad ones: every \
-phrasing is searched and the lists are fused, so a broad one (customer data, bank info) pulls \
-unrelated columns in. Returns entries, best first (sort_key score desc, id asc): catalog \
-columns (id column:<domain>.<table>.<column>, with their tags as of the snapshot) or ontology \
-values (id ontology:<key>=<value>). precedent_confidence (0-1) on each entry is how often an \
-entry with this evidence was a direct precedent (the same kind of data) on labelled catalogs: \
-when no entry reaches 0.5, tell the user the catalog holds no column of this kind and that the \
-entries are only the nearest ones; do not copy their tags. match_type says how it was found \
-(lexical: your words; semantic: an embedding neighbour with similarity >= min_similarity; \
-both), matched_by which phrasings found it. Matching: whole words after stemming, lower-casing \
-and accent folding; identifiers split at _ and camelCase; abbreviations (cust, dob, nr) and \
-run-together words also match through their parts (echoed in request.glossary_terms); word* is \
-a prefix, \"quoted words\" a phrase. Key columns (name ending in id, key, no or nr, e.g. \
-customer_no) rank lower unless the phrasing asks for an identifier; each phrasing is checked on \
-its own, after splitting at _ and camelCase (so the alternative customer_no asks for one), and \
-asks when it has one of the words id, ids, no, nr, number, numbers, key, keys, \
-nummer, kennung, who, whom, whose, wer, wem, or a word ending in nummer or nr or starting with \
-identif. Options: domains (omitted: every domain you may read, echoed in request.domains), \
-kinds (column, ontology_value; omitted: both), limit 1-50 (default 10), cursor (next_cursor of \
-the previous page of the same search). Next: call suggest_tags with the same description and \
-alternatives to get a tag proposal; read a precedent's dataset live with get_dataset before \
-relying on its tags. When nothing matches, match_type is none with a hint and suggestions made \
-from your words (not searched): pass them as alternatives to try again.";
+pub const DESCRIPTION: &str = "Finds catalog columns that hold a kind of data, and the \
+ontology values that fit it. Call it first when someone asks where such data is or how it is \
+classified, and before proposing tags for a new column. One call per column. Pass description \
+(what the column holds) and 3-5 alternatives (likely column names, the standard term). Returns \
+entries, best first: columns (id column:<domain>.<table>.<column>, lf_tags from the snapshot) \
+and ontology values (id ontology:<key>=<value>), each with precedent_confidence (0-1: how likely \
+it holds the same kind of data). If none of the first 10 reaches 0.5, tell the user the catalog \
+has no such column and these are only the nearest; do not copy their tags. Nothing found: \
+match_type none, a hint and suggestions (not yet searched): retry with them as alternatives. \
+Next: suggest_tags with the same description and alternatives; get_dataset before relying on \
+a column's tags.";
+
+/// The JSON Schema description of `description` (find_precedents; suggest_tags says the same
+/// through its own text): the words a host needs while writing it.
+pub const QUERY_DESCRIPTION: &str = "What the column holds, in the user's words, any language \
+(1-1000 characters); for a non-English one, add English alternatives. State what is in it: \
+not, without, kein and a leading - exclude nothing (\"IBAN, not stored in clear\" finds clear \
+IBANs; write \"hashed IBAN\"). Only word* (prefix) and \"quoted words\" (phrase) are operators. \
+Key columns (customer_no) rank lower unless a phrasing asks for one (id, number, key).";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
-pub const ALTERNATIVES_DESCRIPTION: &str = "Other phrasings of what the column holds, each searched exactly as given, like the description: \
-the names such a column usually has, in snake_case (payee_iban); the standard term; English \
-words for a German description. Specific beats broad. At most 8, each 1-200 characters, no \
-case-insensitive repeat of another or of the description (payee_iban and payee iban are two \
-phrasings); omitted or [] means the description alone.";
+pub const ALTERNATIVES_DESCRIPTION: &str = "Up to 8 other phrasings, each searched like the \
+description: likely column names in snake_case (payee_iban; payee iban is the same words), the \
+standard term, English words. Specific beats broad (bank info pulls unrelated columns in). \
+German words and abbreviations (cust, dob, nr) are expanded for you. Each 1-200 characters, \
+no case-insensitive repeat; [] means none.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// What the column holds, in your words (1-1000 characters).
-    #[schemars(length(min = 1, max = MAX_DESCRIPTION_CHARS))]
+    /// What the column holds (see [`QUERY_DESCRIPTION`], what the schema says).
+    #[schemars(description = QUERY_DESCRIPTION, length(min = 1, max = MAX_DESCRIPTION_CHARS))]
     pub description: String,
     /// Other phrasings of what the column holds, each searched as given (see
     /// [`ALTERNATIVES_DESCRIPTION`], what the schema says).
     #[serde(default)]
     #[schemars(description = ALTERNATIVES_DESCRIPTION, length(max = MAX_ALTERNATIVES), inner(length(min = 1, max = MAX_ALTERNATIVE_CHARS)), extend("uniqueItems" = true))]
     pub alternatives: Option<Vec<String>>,
-    /// Domains to search (at most 64); omitted = every domain you may read.
+    /// Domains to search, at most 64 (list_domains names them); omitted: every domain you may read.
     #[serde(default)]
     #[schemars(length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
     pub domains: Option<Vec<Domain>>,
-    /// Kinds of entries: column, ontology_value; omitted = both.
+    /// column: catalog columns; ontology_value: the ontology's tag values. Omitted: both.
     #[serde(default)]
     #[schemars(extend("uniqueItems" = true))]
     pub kinds: Option<Vec<Kind>>,
-    /// Page size, 1-50; default 10.
+    /// Page size 1-50, default 10.
     #[serde(default)]
     #[schemars(range(min = 1, max = MAX_LIMIT))]
     pub limit: Option<usize>,
-    /// next_cursor of the previous page of the same search.
+    /// next_cursor of the previous page; the other arguments unchanged.
     #[serde(default)]
     pub cursor: Option<String>,
-    /// hybrid (default), bm25 or dense.
+    /// Leave out: hybrid (words and meaning). bm25: words only; dense: meaning only (to compare).
     #[serde(default)]
     pub mode: Option<Mode>,
     /// Whether an identifier is asked for (see [`IDENTIFIER_DESCRIPTION`], what the schema
@@ -174,6 +163,7 @@ pub struct RequestEcho {
     pub cursor: Option<String>,
     pub mode: Mode,
     pub snapshot_id: String,
+    /// The similarity a semantic match must reach: the server's calibrated floor, not an input.
     pub min_similarity: f64,
     /// English terms added for German words and abbreviations of the description and of each
     /// alternative, and the parts of their run-together words (each searched alongside the

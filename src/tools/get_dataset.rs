@@ -7,16 +7,16 @@ use serde::{Deserialize, Serialize};
 use super::{CacheScope, Caller, Context, ToolError};
 use crate::catalog::{Column, Contract, DatasetMetadata, Domain, SourceFreshness, TableName};
 
-pub const DESCRIPTION: &str = "Call this before anyone acts on a tag: it reads one existing table live from the catalog source \
-(the other answers come from a snapshot that can be stale). Pass domain and table exactly as \
-list_domains or a find_precedents id (column:<domain>.<table>.<column>) names them. Returns \
-metadata (owner, database, description), the contract (freshness SLA, table-level LF-tags) and \
-every column in source order with type, description and effective LF-tags (database -> table -> \
-column, most specific wins). Each tag is {state, value}: present (value set), empty_in_source \
-(no value at any level), not_collected (not read) or withheld (not visible to you: ask the \
-domain owner for access); only present carries a value. A table not in this catalog is an error \
-(DatasetNotFound) listing the domain's tables; for a table someone is creating, call \
-suggest_tags with its domain and table instead.";
+pub const DESCRIPTION: &str = "Reads one existing table live from the catalog source (the \
+search tools answer from a snapshot that can be stale). Call it before anyone acts on a tag. \
+Pass domain and table as list_domains or a column id (column:<domain>.<table>.<column>) names \
+them. Returns metadata (owner, database, description), the contract (freshness SLA, \
+table-level LF-tags) and every column in source order with type, description and effective \
+LF-tags (database, then table, then column; the most specific wins). Each tag is {state, \
+value}: present (value set), empty_in_source (no value at any level), not_collected (not read) \
+or withheld (hidden from you: ask the domain owner for access); only present has a value. A \
+table not in the catalog is an error (DatasetNotFound) listing the domain's tables; for a table \
+someone is creating, call suggest_tags with its domain and table.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -7,14 +7,14 @@ use serde::{Deserialize, Serialize};
 use super::{CacheScope, Caller, Context, ToolError};
 use crate::catalog::{read_domain, Domain, Unreadable};
 
-pub const DESCRIPTION: &str =
-    "Call this to learn which domains exist (the names to pass as domain or domains to the other \
-tools) and who owns them. Returns the domains you may read, ordered by name \
-(sort_key name asc), each with owner, description, account id and dataset and column counts. \
-Counts exclude tables that could not be read; such an entry carries counts_excluded with the \
-number and the reason. A domain outside your scopes is not listed (catalog:<domain>:read grants \
-it); when your scopes grant none, entries is empty and note says so. With include_ontology \
-true it also returns ontology: every tag key with its allowed values.";
+pub const DESCRIPTION: &str = "Lists the catalog's domains you may read, by name, each with \
+owner, description, account id and dataset and column counts. Call it to learn the names to \
+pass as domain or domains to the other tools, or who owns a domain. Counts leave out tables \
+that could not be read (counts_excluded says how many and why). A domain outside your scopes \
+is not listed (catalog:<domain>:read grants it); when your scopes grant none, entries is empty \
+and note says so. With include_ontology true it also returns the ontology: every tag key with \
+its allowed values, for hosts that cannot read resources. Next: find_precedents or get_dataset \
+in a domain.";
 
 /// What the schema says of `include_ontology`.
 pub const INCLUDE_ONTOLOGY_DESCRIPTION: &str =

@@ -569,10 +569,12 @@ pub fn strict_validator(schema: &Value) -> Result<jsonschema::Validator, String>
 /// default `--ontology`), compiled in like the built-in abbreviations.
 const BUILT_IN_ONTOLOGY: &str = include_str!("../../ontology/lf-tags.json");
 
-/// The tool list of the ontology last published, and that ontology's vocabulary.
+/// The tool list of the ontology last published, the instructions that go with it, and that
+/// ontology's vocabulary.
 struct Published {
     vocabulary: String,
     specs: &'static [ToolSpec],
+    instructions: &'static str,
 }
 
 static PUBLISHED: std::sync::RwLock<Option<Published>> = std::sync::RwLock::new(None);
@@ -588,7 +590,12 @@ pub fn publish_ontology(ontology: &Ontology) -> &'static [ToolSpec] {
         return p.specs;
     }
     let specs: &'static [ToolSpec] = Box::leak(build_specs(ontology).into_boxed_slice());
-    *published = Some(Published { vocabulary, specs });
+    let instructions: &'static str = Box::leak(render_instructions(ontology).into_boxed_str());
+    *published = Some(Published {
+        vocabulary,
+        specs,
+        instructions,
+    });
     specs
 }
 
@@ -597,13 +604,63 @@ pub fn specs() -> &'static [ToolSpec] {
     if let Some(p) = PUBLISHED.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
         return p.specs;
     }
+    publish_built_in();
+    specs()
+}
+
+/// What a host reads before the tool list (MCP's `instructions`), in the vocabulary of the
+/// ontology last published: the order of the tools, the ontology's keys and values and where a
+/// host without resource support reads them, how search text is read, and the list keywords
+/// (`ttlMs`, `cacheScope`, `x-mcp-header`) that are not tool arguments.
+pub fn instructions() -> &'static str {
+    if let Some(p) = PUBLISHED.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return p.instructions;
+    }
+    publish_built_in();
+    instructions()
+}
+
+fn publish_built_in() {
     match Ontology::parse(
         BUILT_IN_ONTOLOGY,
         std::path::Path::new("ontology/lf-tags.json"),
     ) {
-        Ok(ontology) => publish_ontology(&ontology),
+        Ok(ontology) => {
+            publish_ontology(&ontology);
+        }
         Err(e) => panic!("the built-in ontology does not parse: {e}"),
     }
+}
+
+/// The instructions text of `ontology` (see [`instructions`]). Ranking internals stay out:
+/// `docs/search.md` holds them.
+fn render_instructions(ontology: &Ontology) -> String {
+    let vocabulary: Vec<String> = ontology
+        .keys
+        .iter()
+        .map(|k| {
+            let values: Vec<&str> = k.values.iter().map(|v| v.value.0.as_str()).collect();
+            format!("{} ({})", k.key.0, values.join(", "))
+        })
+        .collect();
+    format!(
+        "govcat answers questions about the datasets of a governed catalog (owners, schemas, \
+         column classifications, LF-tag grants) from the catalog itself, never from memory and \
+         never from the rows. To tag a new column: find_precedents and suggest_tags with the same \
+         description and alternatives, the user decides, then resolve_lf_tag; read a dataset live \
+         with get_dataset before acting on its tags. Tag values come from a closed ontology: {}. \
+         Read it from the resource govcat://ontology/lf-tags or, without resource support, with \
+         list_domains include_ontology true. Search text: no word excludes (not, without, kein, a \
+         leading -); word* is a prefix, \"quoted words\" a phrase; \
+         identifiers split at _ and camelCase; German words and common column abbreviations \
+         (cust, addr, dob, txn, nr) are expanded for you, as request.glossary_terms shows; \
+         acronyms that are English stop words (IT, AS, OR, IS) match by meaning only, so spell \
+         them out. ttlMs and cacheScope on a list or an answer: how many milliseconds it may be \
+         reused, and whether it may be shared between users (public) or not (private). \
+         x-mcp-header on domain: the client also sends it as an HTTP header for routing, which is \
+         why domain is a plain string; omit it rather than send null.",
+        vocabulary.join("; ")
+    )
 }
 
 fn build_specs(ontology: &Ontology) -> Vec<ToolSpec> {
@@ -980,6 +1037,26 @@ mod tests {
             "0.555"
         );
         assert_eq!(serde_json::to_string(&Shown(None)).unwrap(), "null");
+    }
+
+    /// The instructions speak the vocabulary they are rendered from, not the demo's.
+    #[test]
+    fn the_instructions_list_the_loaded_ontologys_keys_and_values() {
+        let saas = r#"{"version": "2", "owner": "gov", "description": "SaaS tags", "keys": [
+            {"key": "data_class", "description": "What kind of data.", "values": [
+                {"value": "pii", "description": "Personal.", "implies": "masking"},
+                {"value": "public", "description": "Open.", "implies": "none"}]}]}"#;
+        let ontology = Ontology::parse(saas, std::path::Path::new("saas.json")).unwrap();
+        let text = render_instructions(&ontology);
+        assert!(
+            text.contains("closed ontology: data_class (pii, public)."),
+            "{text}"
+        );
+        assert!(!text.contains("sensitivity"), "{text}");
+        assert!(
+            text.contains("list_domains include_ontology true"),
+            "{text}"
+        );
     }
 
     /// Rule 4: no description explains away an empty result.

@@ -11,19 +11,33 @@ use serde_json::{json, Map, Value};
 use super::{CacheScope, Context, InputRequired, ToolError};
 use crate::ontology::{Ontology, Resolution};
 
-pub const DESCRIPTION: &str =
-    "Call this last, with the full tag set you and the user chose, to check it against the \
-governance ontology with the same resolve() the pipelines use. Pass tags: one value for every \
-key; the keys, what each means and its allowed values are the properties of the tags schema \
-(also in list_domains with include_ontology true, and the resource govcat://ontology/lf-tags), \
-spelled exactly as there. A complete valid set comes back with the ontology version. An unknown \
-key or value is an error listing the allowed keys or values: pick one of them. A key left out \
-or null is asked for with its allowed values (input_required): ask the user and call again \
-with the full set.";
+pub const DESCRIPTION: &str = "Checks a tag set against the governance ontology with the \
+same resolve() the pipelines use. Call it last, with the full set you and the user chose. Pass \
+tags: one value per key, spelled exactly as the tags schema's enums (list_domains with \
+include_ontology true lists them too). Returns the resolved set with the ontology version. An \
+unknown key or value is an error listing the allowed ones: pick one. A key left out or null is \
+asked for with its allowed values (input_required): ask the user, then call again with the \
+full set.";
 
-/// What the schema says of `tags`.
-pub const TAGS_DESCRIPTION: &str = "One value per ontology key, e.g. {\"sensitivity\": \"high\", \
-\"residency\": \"eu\"}; null or omitted: not chosen yet (the answer asks for it).";
+/// What the schema says of `tags` until [`input_schema`] renders it from the loaded ontology
+/// ([`tags_description`]): the generated schema carries it, the published one never does.
+pub const TAGS_DESCRIPTION: &str = "One value per ontology key.";
+
+/// What the published schema says of `tags`, its example taken from the loaded ontology (its
+/// first two keys, each with its first value), so that it holds for any catalog's vocabulary.
+pub fn tags_description(ontology: &Ontology) -> String {
+    let example: Map<String, Value> = ontology
+        .keys
+        .iter()
+        .filter_map(|k| Some((k.key.0.clone(), json!(k.values.first()?.value.0))))
+        .take(2)
+        .collect();
+    format!(
+        "One value per ontology key, e.g. {}; a key omitted or null is not chosen yet (the \
+         answer asks for it).",
+        Value::Object(example)
+    )
+}
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -58,7 +72,7 @@ pub fn input_schema(ontology: &Ontology, mut generated: Value) -> Value {
         })
         .collect();
     if let Some(tags) = generated.pointer_mut("/properties/tags") {
-        let description = tags.get("description").cloned().unwrap_or(Value::Null);
+        let description = tags_description(ontology);
         *tags = json!({"description": description, "type": "object", "properties": properties});
     }
     generated
@@ -127,7 +141,11 @@ mod tests {
         let schema = input_schema(&ontology, super::super::input_schema::<Input>());
         let tags = &schema["properties"]["tags"];
         assert_eq!(tags["type"], "object");
-        assert_eq!(tags["description"], TAGS_DESCRIPTION);
+        assert_eq!(
+            tags["description"],
+            "One value per ontology key, e.g. {\"data_class\":\"pii\",\"region\":\"eu_west_1\"}; \
+             a key omitted or null is not chosen yet (the answer asks for it)."
+        );
         assert_eq!(
             tags["properties"],
             json!({

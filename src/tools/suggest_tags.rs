@@ -15,35 +15,22 @@ use crate::catalog::{CatalogError, Dataset, Domain, FieldState, TableName, TagLe
 use crate::index::documents::Kind;
 use crate::ontology::Resolution;
 
-pub const DESCRIPTION: &str = "Call this when someone adds a column (to an existing table or to one they are creating) or asks \
-which tags a column should get, one call per column. Pass the description and alternatives you \
-pass to find_precedents (it runs the same search itself, so both calls may go out together). Pass domain and table of the table the column goes into when you know them: an \
-existing table adds its columns' tags (siblings) and its inherited tags; a table not in the \
-catalog yet is fine: it is treated as a new table of its domain (target_exists false, \
-target_note says so, did_you_mean names existing tables with a close name), with no siblings \
-and the tags its domain's database sets proposed as inherited (assigned_at database). domain \
-alone means a new, unnamed table of that domain; table needs domain; a domain the catalog lacks \
-is an error listing the domains you may read; leave both out to count precedents only. Returns, per ontology key, candidates (values with the precedent column ids \
-carrying them, their share and precedent_weight: each precedent weighs its find_precedents \
-score squared) and what was excluded (withheld, not collected, untagged), and a proposal: per \
-key an ontology value (basis inherited, or precedent_majority: the largest precedent_weight), \
-checked with resolve_lf_tag. proposal.confidence per key is how often proposals with this \
-evidence were right on this catalog (measured when the snapshot was built, by hiding each \
-tagged column and suggesting its tags from phrasings like yours). A key in proposal.unmeasured \
-has confidence 0 because nothing that far from its precedents was checked: unknown, not \
-measured as a miss. A key in proposal.abstained has no proposal, with the reason and the next step \
-(also when the best precedents' tags are withheld from you: they are named with the access that \
-would show them). When find_precedents gave no entry a precedent_confidence of 0.5 or more, the \
-precedents are another kind of data: say so and let the user decide every key. Next: tell the user each value with its confidence and its precedent ids, and \
-ask them to decide every key below 0.9 (or pass min_confidence 0.9 to move those keys to \
-abstained); validate the chosen set with resolve_lf_tag; read an existing target or a \
-precedent's dataset live with get_dataset before tagging. The decision stays with the user.";
+pub const DESCRIPTION: &str = "Proposes a value per tag key for one column from how the most \
+similar catalog columns (precedents) are tagged. Call it when someone adds a column or asks \
+which tags one should get; one call per column. Pass the description and alternatives you pass \
+to find_precedents (both calls may go out together) and, if known, domain and \
+table of the table the column goes into. Returns per key the candidate values with the \
+precedent ids carrying them, and proposal: tags, basis (inherited or precedent_majority), \
+confidence per key (share of such proposals right on this catalog), unmeasured \
+(confidence 0: unknown, not a miss; also when no precedent reached precedent_confidence \
+0.5: they hold other data) and abstained (no proposal: the reason and next step). Next: show \
+the user each value with its confidence and precedent ids; the user decides, at least every \
+key below 0.9; check the chosen set with resolve_lf_tag; read the target or a precedent live \
+with get_dataset before tagging.";
 
 /// What the schema says of `min_confidence`.
-pub const MIN_CONFIDENCE_DESCRIPTION: &str = "Optional, 0 to 1: a key whose confidence (the \
-measured share of right proposals with the same evidence on this catalog) is below this is not \
-proposed; it moves to proposal.abstained with both numbers. 0.9 keeps proposals that were right \
-about 9 times in 10. Omit to see every proposal with its confidence.";
+pub const MIN_CONFIDENCE_DESCRIPTION: &str = "0-1: a key whose confidence is below it moves to \
+proposal.abstained (0.9 keeps proposals right about 9 in 10). Omit to see every proposal.";
 
 /// Below this best `precedent_confidence` among the precedents, none of them is the same kind
 /// of data (the threshold find_precedents' description gives hosts): a precedent proposal's
@@ -67,8 +54,8 @@ pub const PRECEDENT_WEIGHT_EXPONENT: i32 = 2;
 #[serde(deny_unknown_fields)]
 #[schemars(extend("dependentRequired" = {"table": ["domain"]}))]
 pub struct Input {
-    /// What the new column holds (1-1000 characters).
-    #[schemars(length(min = 1, max = crate::limits::MAX_DESCRIPTION_CHARS))]
+    /// What the new column holds (see [`QUERY_DESCRIPTION`], what the schema says).
+    #[schemars(description = QUERY_DESCRIPTION, length(min = 1, max = crate::limits::MAX_DESCRIPTION_CHARS))]
     pub description: String,
     /// Other phrasings of what the new column holds, passed to the precedent search (see
     /// [`find_precedents::ALTERNATIVES_DESCRIPTION`], what the schema says).
@@ -96,14 +83,18 @@ pub struct Input {
     pub identifier: Option<bool>,
 }
 
-/// What the schema says of `domain`.
-pub const DOMAIN_DESCRIPTION: &str = "Optional: the domain of the table the new column goes \
-into. Alone, it means a new table of that domain (not named yet): its database's tags are \
-proposed as inherited. Must be a domain of list_domains.";
+/// What the schema says of `description`.
+pub const QUERY_DESCRIPTION: &str =
+    "What the column holds (1-1000 characters), as passed to find_precedents.";
+/// What the schema says of `domain`. A plain string in MCP (the routing header needs one), so
+/// it says how to leave it out.
+pub const DOMAIN_DESCRIPTION: &str = "Domain of the table the column goes into (list_domains \
+names them). Alone: a new, unnamed table of the domain, its database's tags inherited. Omit \
+domain and table to use precedents only (no siblings, nothing inherited).";
 /// What the schema says of `table`.
-pub const TABLE_DESCRIPTION: &str = "Optional, needs domain: the table the new column goes \
-into. An existing table adds its columns' tags (siblings) and its inherited tags; a table that \
-is not in the catalog yet is fine: it is treated as a new table of the domain (target_exists false).";
+pub const TABLE_DESCRIPTION: &str = "Table the column goes into; needs domain. An existing \
+table adds its columns' tags (siblings) and its inherited tags; a name the domain lacks is a \
+new table (target_exists false; did_you_mean lists close names).";
 
 /// Columns supporting one value, and their share among the columns counted for the key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
