@@ -81,12 +81,9 @@ pub struct Input {
 }
 
 /// What the schema says of `identifier`.
-pub const IDENTIFIER_DESCRIPTION: &str = "Optional. true: the column holds an identifier (a \
-key or number naming a record, or who did something): key columns (names ending in id, key, no, \
-nr) rank as usual. false: an attribute or a count: key columns are weighted down. Omitted: \
-inferred; an identifier is asked for when a word is id, no, nr, number, key, nummer, kennung, \
-who, wer (or ends in nummer/nr, starts with identif), but not in a count (number of, how many, \
-Anzahl).";
+pub const IDENTIFIER_DESCRIPTION: &str = "true: an identifier (a key, who did it) is asked \
+for: key columns are not ranked down; false: not. Omitted: true if a word is id, no, nr, \
+number, key, nummer, kennung, who or wer, except counts (number of, Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entry {
@@ -180,7 +177,7 @@ pub struct RequestEcho {
     pub identifier_from: IdentifierFrom,
 }
 
-/// Where the identifier rule of a search came from.
+/// Where a search's identifier setting came from: your `identifier`, or inferred from the words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IdentifierFrom {

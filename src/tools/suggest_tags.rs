@@ -15,18 +15,18 @@ use crate::catalog::{CatalogError, Dataset, Domain, FieldState, TableName, TagLe
 use crate::index::documents::Kind;
 use crate::ontology::Resolution;
 
-pub const DESCRIPTION: &str = "Proposes a value per tag key for one column from how the most \
-similar catalog columns (precedents) are tagged. Call it when someone adds a column or asks \
-which tags one should get; one call per column. Pass the description and alternatives you pass \
-to find_precedents (both calls may go out together) and, if known, domain and \
-table of the table the column goes into. Returns per key the candidate values with the \
-precedent ids carrying them, and proposal: tags, basis (inherited or precedent_majority), \
-confidence per key (share of such proposals right on this catalog), unmeasured \
-(confidence 0: unknown, not a miss; also when no precedent reached precedent_confidence \
-0.5: they hold other data) and abstained (no proposal: the reason and next step). Next: show \
-the user each value with its confidence and precedent ids; the user decides, at least every \
-key below 0.9; check the chosen set with resolve_lf_tag; read the target or a precedent live \
-with get_dataset before tagging.";
+pub const DESCRIPTION: &str = "Proposes a tag value per key for one column from how \
+comparable columns (precedents) are tagged. Call it when someone adds a column or asks \
+which tags one should get; one call per column. Pass the description, alternatives and \
+identifier you pass to find_precedents (it runs that search, kinds [column]; send both at \
+once) and, if known, domain and table of the table the column goes into. \
+precedent_entries shows its 10 precedents; when any reaches precedent_confidence 0.5, only those \
+vote. Returns per key candidates and proposal: tags, basis, confidence per key (share right \
+on this catalog), conflicts (precedents of an ordered key disagree: the stricter \
+value unless clearly outweighed), unmeasured (confidence 0: unknown) and abstained (reason, next \
+step). Next: show the user each value with its confidence and precedents; the user decides every \
+key below 0.9 and every conflict; check the set with resolve_lf_tag; read the target with \
+get_dataset before tagging.";
 
 /// What the schema says of `min_confidence`.
 pub const MIN_CONFIDENCE_DESCRIPTION: &str = "0-1: a key whose confidence is below it moves to \
@@ -77,9 +77,7 @@ pub struct Input {
     pub table: Option<TableName>,
     /// Passed to the precedent search (see [`find_precedents::IDENTIFIER_DESCRIPTION`]).
     #[serde(default)]
-    #[schemars(
-        description = "Optional: as find_precedents' identifier (true: the column holds an identifier; false: not; omitted: inferred)."
-    )]
+    #[schemars(description = "As find_precedents' identifier.")]
     pub identifier: Option<bool>,
 }
 
