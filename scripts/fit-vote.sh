@@ -58,7 +58,8 @@ for key, k in r["suggest_tags"].items():
         continue
     print("\t".join([label, name, key, "%.3f" % k["accuracy"], str(k["understated"]),
                      str(k["overstated"]), str(k["judged"])]))
-print("\t".join([label, name, "all keys", "%.3f" % r["all_keys_accuracy"], "-", "-", "-"]))
+if any(k["judged"] for k in r["suggest_tags"].values()):
+    print("\t".join([label, name, "all keys", "%.3f" % r["all_keys_accuracy"], "-", "-", "-"]))
 ' "$label" "$name $host"
     done
   done

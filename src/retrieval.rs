@@ -85,6 +85,9 @@ pub struct Vote {
     /// Ordered keys (`ordered: true`): of the values the voting precedents carry, the strictest
     /// whose weight times this reaches the largest weight is proposed; 1 proposes the largest.
     pub strict_ratio: f64,
+    /// A stricter value is proposed only when one of its precedents reaches this
+    /// precedent_confidence (0: any precedent).
+    pub strict_gate: f64,
 }
 
 /// What a precedent's vote weighs.
@@ -93,15 +96,35 @@ pub struct Vote {
 pub enum VoteBy {
     PrecedentConfidence,
     Score,
+    /// The product of the two.
+    ScoreTimesConfidence,
 }
 
 impl Default for Vote {
+    /// Measured on every labelled set at once (`scripts/fit-vote.sh`, release, 2026-12-05;
+    /// `docs/perf/vote.md`): `eval tags` leave-one-out on demo and fides-saas, `eval calls` on
+    /// both blind hosts' calls of demo and fides-saas.
+    /// - `vote_by score`, `vote_exponent 2`, no `vote_gate`: the best matches decide and a tail of
+    ///   weak ones cannot outvote them (2026-12-01, leave-one-out accuracy@1 with exponent 0 / 1 /
+    ///   2: demo sensitivity 0.728 / 0.748 / 0.767, fides-saas data_category 0.867 / 0.871 /
+    ///   0.873). On 2026-12-05 every vote that weighs
+    ///   precedent_confidence (alone or times the score, exponent 1, 2 or 4, with or without the
+    ///   0.5 gate) lost on the union: demo leave-one-out sensitivity 0.745 -> 0.675-0.714, fides-saas
+    ///   data_category 0.874 -> 0.828-0.858, demo calls all keys 0.916 -> 0.848-0.916; it won only
+    ///   on one fides-saas host file (0.759 -> 0.862).
+    /// - `strict_ratio 2` with `strict_gate 0.5` (the precedent threshold of find_precedents):
+    ///   demo calls sensitivity 0.842 -> 0.921 and 0.868 -> 0.921 with no understated value left
+    ///   (4 and 3 before); leave-one-out sensitivity 0.745 -> 0.752 (understated 58 -> 46),
+    ///   retention 0.656 -> 0.651 (understated 70 -> 62). Ratio 1.5 kept 3 and 2 understated
+    ///   calls; 3 changed nothing more; without the gate (any precedent may lean) ratio 2 cost the
+    ///   leave-one-out sensitivity 0.745 -> 0.714.
     fn default() -> Self {
         Vote {
             vote_by: VoteBy::Score,
             vote_exponent: 2.0,
             vote_gate: 0.0,
-            strict_ratio: 1.0,
+            strict_ratio: 2.0,
+            strict_gate: 0.5,
         }
     }
 }
@@ -176,7 +199,7 @@ impl Params {
         }
         serde_json::from_value(v).map_err(|e| {
             format!(
-                "--param {}: {e}; give a number (or fusion=rrf|weighted_sum, vote_by=precedent_confidence|score)",
+                "--param {}: {e}; give a number (or fusion=rrf|weighted_sum, vote_by=precedent_confidence|score|score_times_confidence)",
                 overrides.join(" ")
             )
         })

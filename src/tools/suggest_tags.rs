@@ -20,8 +20,7 @@ comparable columns (precedents) are tagged. Call it when someone adds a column o
 which tags one should get; one call per column. Pass the description, alternatives and \
 identifier you pass to find_precedents (it runs that search, kinds [column]; send both at \
 once) and, if known, domain and table of the table the column goes into. \
-precedent_entries shows its 10 precedents; when any reaches precedent_confidence 0.5, only those \
-vote. Returns per key candidates and proposal: tags, basis, confidence per key (share right \
+precedent_entries shows its 10 precedents; each votes with its score squared. Returns per key candidates and proposal: tags, basis, confidence per key (share right \
 on this catalog), conflicts (precedents of an ordered key disagree: the stricter \
 value unless clearly outweighed), unmeasured (confidence 0: unknown) and abstained (reason, next \
 step). Next: show the user each value with its confidence and precedents; the user decides every \
@@ -41,14 +40,6 @@ pub const NO_PRECEDENT_BELOW: f64 = 0.5;
 
 /// Precedent columns taken into account.
 pub const PRECEDENTS: usize = 10;
-/// A precedent's vote weighs its find_precedents score to this power: the best-matching
-/// precedents decide, and a tail of weak matches cannot outvote them. Leave-one-out with
-/// `govcat eval tags` (2026-12-01), accuracy@1 with exponent 0 (a flat count, as before) / 1 / 2:
-/// demo sensitivity 0.728 / 0.748 / 0.767, retention 0.673 / 0.686 / 0.691; fides-saas
-/// data_category 0.867 / 0.871 / 0.873, sensitivity 0.871 / 0.874 / 0.875 (1/rank weights and
-/// the top match alone were worse on both), with the fusion of that day (rrf_k 5, dense weight
-/// 2.0). Chosen on those full sets: there is no held-out part.
-pub const PRECEDENT_WEIGHT_EXPONENT: i32 = 2;
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -202,7 +193,7 @@ pub struct PrecedentEntry {
     pub rank: usize,
     pub precedent_confidence: f64,
     pub matched_by: Vec<find_precedents::MatchedBy>,
-    /// Whether it voted: when any precedent reaches precedent_confidence 0.5, only those do.
+    /// Whether it voted (every precedent does, unless a vote gate leaves out those below it).
     pub vote: bool,
 }
 
@@ -256,7 +247,7 @@ pub struct Output {
 #[derive(Default)]
 struct Tally {
     values: BTreeMap<String, Vec<String>>,
-    /// Match weight per value (see [`PRECEDENT_WEIGHT_EXPONENT`]).
+    /// Vote weight per value (see [`crate::retrieval::Vote`]).
     weights: BTreeMap<String, f64>,
     /// Per value, the best similarity and the best score among the columns carrying it.
     best: BTreeMap<String, (f64, f64)>,
@@ -523,7 +514,16 @@ pub fn run_with_evidence(
             .collect();
         let leaned = spec
             .ordered
-            .then(|| lean_strict(spec, &voted, rule.strict_ratio))
+            .then(|| {
+                lean_strict(spec, &voted, rule.strict_ratio, &|c: &Candidate| {
+                    c.precedents.columns.iter().any(|id| {
+                        found
+                            .entries
+                            .iter()
+                            .any(|e| &e.id == id && e.precedent_confidence >= rule.strict_gate)
+                    })
+                })
+            })
             .flatten();
         if let Some(conflict) = spec
             .ordered
@@ -848,6 +848,9 @@ fn vote_weights(
                 // Rounded to 3 places: a floor keeps an entry shown at 0.000 a voter.
                 VoteBy::PrecedentConfidence => e.precedent_confidence.max(0.001),
                 VoteBy::Score => e.score.max(0.0),
+                VoteBy::ScoreTimesConfidence => {
+                    e.score.max(0.0) * e.precedent_confidence.max(0.001)
+                }
             };
             Some(basis.powf(rule.vote_exponent))
         })
@@ -864,11 +867,17 @@ fn strictness(spec: &crate::ontology::KeySpec, value: &str) -> usize {
 
 /// For an ordered key: the index in `voted` (largest weight first) of the strictest value
 /// whose weight times `ratio` reaches the largest, when that is not the largest itself.
-fn lean_strict(spec: &crate::ontology::KeySpec, voted: &[&Candidate], ratio: f64) -> Option<usize> {
+fn lean_strict(
+    spec: &crate::ontology::KeySpec,
+    voted: &[&Candidate],
+    ratio: f64,
+    eligible: &dyn Fn(&Candidate) -> bool,
+) -> Option<usize> {
     let top = voted.first()?;
     let (i, strict) = voted
         .iter()
         .enumerate()
+        .filter(|(_, c)| eligible(c))
         .filter(|(_, c)| {
             c.precedent_weight > 0.0 && c.precedent_weight * ratio >= top.precedent_weight
         })
@@ -1069,7 +1078,7 @@ mod tests {
             let vote = Vote {
                 column: id,
                 tags: &tags,
-                weight: f64::powi(score, PRECEDENT_WEIGHT_EXPONENT),
+                weight: score * score,
                 similarity: score,
                 score,
             };
@@ -1148,6 +1157,7 @@ mod tests {
         vote_exponent: 2.0,
         vote_gate: 0.5,
         strict_ratio: 2.0,
+        strict_gate: 0.5,
     };
 
     #[test]
@@ -1230,7 +1240,7 @@ mod tests {
         let internal = candidate("internal", &["column:a.t.x", "column:b.t.x"], 0.6);
         let confidential = candidate("confidential", &["column:c.t.x"], 0.4);
         let voted = [&internal, &confidential];
-        let leaned = lean_strict(&spec, &voted, 2.0);
+        let leaned = lean_strict(&spec, &voted, 2.0, &|_| true);
         assert_eq!(leaned, Some(1));
         let conflict = conflict_of(&spec, &voted, leaned, 2.0).expect("a conflict");
         assert_eq!(conflict.proposed, "confidential");
@@ -1266,12 +1276,19 @@ mod tests {
         );
         let high = candidate("high", &["column:d.t.x"], 0.1);
         let voted = [&internal, &high];
-        assert_eq!(lean_strict(&spec, &voted, 2.0), None);
+        assert_eq!(lean_strict(&spec, &voted, 2.0, &|_| true), None);
         let conflict = conflict_of(&spec, &voted, None, 2.0).expect("a conflict");
         assert_eq!(conflict.proposed, "internal");
         assert_eq!(
             conflict.reason,
             "internal (weight 0.90) outweighs the stricter high (0.10) at least 2-fold"
+        );
+        // However little it weighs against, a stricter value none of whose precedents reaches
+        // the strict gate (precedent_confidence 0.5) is not leaned to.
+        assert_eq!(lean_strict(&spec, &voted, 100.0, &|_| true), Some(1));
+        assert_eq!(
+            lean_strict(&spec, &voted, 100.0, &|c| c.value != "high"),
+            None
         );
         // Agreement is no conflict.
         assert_eq!(conflict_of(&spec, &[&internal], None, 2.0), None);
@@ -1314,7 +1331,7 @@ mod tests {
                 let vote = Vote {
                     column: id,
                     tags,
-                    weight: f64::powi(score, PRECEDENT_WEIGHT_EXPONENT),
+                    weight: score * score,
                     similarity: score,
                     score,
                 };
