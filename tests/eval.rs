@@ -191,6 +191,8 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
                 "baseline_when_answered",
                 "baseline_majority",
                 "baseline_name_overlap",
+                "understated",
+                "overstated",
                 "confusion"
             ]
             .map(String::from)
@@ -217,6 +219,37 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
             .filter_map(|row| row.get(tags::NO_ANSWER).and_then(Value::as_u64))
             .sum();
         assert_eq!(k["abstained"].as_u64(), Some(no_answer), "{key}");
+        // An ordered key's wrong answers are each understated or overstated; others say null.
+        let wrong: u64 = k["confusion"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .flat_map(|(real, row)| {
+                row.as_object()
+                    .unwrap()
+                    .iter()
+                    .filter(move |(p, _)| *p != real && p.as_str() != tags::NO_ANSWER)
+                    .map(|(_, n)| n.as_u64().unwrap())
+            })
+            .sum();
+        let ordered = ctx
+            .ontology
+            .keys
+            .iter()
+            .any(|s| &s.key.0 == key && s.ordered);
+        match (k["understated"].as_u64(), k["overstated"].as_u64()) {
+            (Some(u), Some(o)) => {
+                assert!(ordered, "{key}");
+                assert_eq!(u + o, wrong, "{key}");
+            }
+            _ => {
+                assert!(!ordered, "{key}");
+                assert_eq!(
+                    (&k["understated"], &k["overstated"]),
+                    (&Value::Null, &Value::Null)
+                );
+            }
+        }
     }
     assert_eq!(r.columns + r.untagged_columns, 723);
     assert_eq!(v["request"]["exclude"], "column");
