@@ -329,41 +329,25 @@ impl Sessions {
         outcome
     }
 
-    /// Turns `principal`'s reservation into the session rmcp opened for it.
-    async fn register(&self, principal: &str, id: SessionId) {
-        // A session whose worker already ended (a failed initialize) is not registered.
+    /// Turns `principal`'s reservation into the session rmcp opened or restored for it; `false`
+    /// when it registered none: a session whose worker already ended (a failed initialize), or
+    /// one a concurrent request registered first (kept as it is).
+    async fn register(&self, principal: &str, id: SessionId) -> bool {
         let open = self.inner.has_session(&id).await.unwrap_or(false);
         let mut table = self.lock();
         table.unreserve(principal);
-        if open {
-            table.live.insert(
-                id,
-                Entry {
-                    principal: principal.to_string(),
-                    last_used: Instant::now(),
-                    busy: 0,
-                },
-            );
+        if !open || table.live.contains_key(&id) {
+            return false;
         }
-    }
-
-    /// Turns `principal`'s reservation into the session rmcp restored from a sealed id; a
-    /// session a concurrent request registered first is kept as it is.
-    async fn register_restored(&self, principal: &str, id: SessionId) {
-        let open = self.inner.has_session(&id).await.unwrap_or(false);
-        let mut table = self.lock();
-        table.unreserve(principal);
-        if open && !table.live.contains_key(&id) {
-            table.live.insert(
-                id,
-                Entry {
-                    principal: principal.to_string(),
-                    last_used: Instant::now(),
-                    busy: 0,
-                },
-            );
-            self.restored.fetch_add(1, Ordering::Relaxed);
-        }
+        table.live.insert(
+            id,
+            Entry {
+                principal: principal.to_string(),
+                last_used: Instant::now(),
+                busy: 0,
+            },
+        );
+        true
     }
 
     /// Gives back `principal`'s reservation of an `initialize` that opened no session.
@@ -692,7 +676,9 @@ pub async fn unseal(
     sessions.restorable.offer(&sealed.sid, sealed.init);
     let response = next.run(request).await;
     sessions.restorable.withdraw(&sealed.sid);
-    sessions.register_restored(&principal, sid).await;
+    if sessions.register(&principal, sid).await {
+        sessions.restored.fetch_add(1, Ordering::Relaxed);
+    }
     response
 }
 

@@ -25,6 +25,16 @@ from mcp import Client, StdioServerParameters
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET_TEMPLATE = "govcat://domain/{domain}/dataset/{table}"
+# A complete valid tag set of the demo ontology: a resolve_lf_tag call that needs no model.
+VALID_SET = {
+    "tags": {
+        "sensitivity": "high",
+        "residency": "eu",
+        "subject_type": "customer",
+        "retention": "10y",
+        "lawful_basis": "contract",
+    }
+}
 ONTOLOGY_URI = "govcat://ontology/lf-tags"
 
 

@@ -11,19 +11,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from conftest import http_json, running_govcat
+from conftest import VALID_SET, http_json, running_govcat
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-
-VALID_SET = {
-    "tags": {
-        "sensitivity": "high",
-        "residency": "eu",
-        "subject_type": "customer",
-        "retention": "10y",
-        "lawful_basis": "contract",
-    }
-}
 
 
 class Alternating(httpx2.AsyncBaseTransport):

@@ -6,19 +6,8 @@ opens a new client (a new `initialize`) and carries on."""
 from __future__ import annotations
 
 import pytest
-from conftest import http_json, running_govcat
+from conftest import VALID_SET, http_json, running_govcat
 from mcp import Client, MCPError
-
-VALID_SET = {
-    "tags": {
-        "sensitivity": "high",
-        "residency": "eu",
-        "subject_type": "customer",
-        "retention": "10y",
-        "lawful_basis": "contract",
-    }
-}
-
 
 async def test_an_evicted_session_is_reported_and_a_new_session_carries_on(tmp_path) -> None:
     caps = ["--max-sessions", "1", "--max-sessions-per-principal", "1"]
