@@ -112,6 +112,8 @@ fn echo(built: &Built, description: &str, domains: Value, scope_source: &str, li
         "glossary_terms": [],
         "key_column_weight": Params::default().key_weight,
         "params": fusion_echo(),
+        "identifier": false,
+        "identifier_from": "inferred",
     })
 }
 
@@ -508,6 +510,8 @@ fn an_empty_result_echoes_what_actually_ran_and_differently_sent_runs_read_diffe
             "glossary_terms": [],
             "key_column_weight": Params::default().key_weight,
             "params": fusion_echo(),
+            "identifier": false,
+            "identifier_from": "inferred",
         })
     );
     assert_eq!(
