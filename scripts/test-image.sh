@@ -289,7 +289,8 @@ done
 [ "$(docker exec "$run_id-replica" id -u)" = 10001 ] || die "the replica does not run as uid 10001"
 if docker exec "$run_id-replica" touch /opt/govcat/probe 2>/dev/null; then die "the root filesystem is writable"; fi
 
-curl -fsS "$base/readyz" >"$work/readyz-local.json" || die "/readyz on loopback failed"
+# Under --auth jwt /readyz shows its details (follow, snapshot ids) to a token holder only.
+curl -fsS -H "authorization: Bearer $token" "$base/readyz" >"$work/readyz-local.json" || die "/readyz on loopback failed"
 python3 - "$work/readyz-local.json" "$published_id" "$publish_dir" <<'PY' || die "/readyz's follow object is not the expected one (above)"
 import json, sys
 follow = json.load(open(sys.argv[1]))["follow"]
