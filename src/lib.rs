@@ -48,7 +48,8 @@
 //!   `Params` (every tunable weight, `govcat eval --param`), cursors, suggestions from the
 //!   caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
-//!   and one dispatcher (`tools::call`) shared by every transport.
+//!   and one dispatcher (`tools::call`) shared by every transport; `tools/suggest_tags/vote.rs`
+//!   is how precedents vote on a key (weights, the strict lean of ordered keys, conflicts).
 //! - [`prompts`]: the prompts a host offers as slash commands (`tag-new-column`,
 //!   `review-grant`) — arguments and message text that drive the tools in order; read nothing.
 //! - [`auth`]: bearer tokens (JWT, RS256/ES256, JWKS by `kid`) → a `Principal` and its
