@@ -68,6 +68,13 @@ pub struct KeySpec {
     pub values: Vec<ValueSpec>,
 }
 
+impl KeySpec {
+    /// Position of `value` among this key's values, in file order.
+    pub fn position(&self, value: &str) -> Option<usize> {
+        self.values.iter().position(|v| v.value.0 == value)
+    }
+}
+
 /// The whole vocabulary as stored in `ontology/lf-tags.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -266,6 +273,12 @@ impl Ontology {
     /// The spec of one key.
     pub fn key(&self, key: &str) -> Option<&KeySpec> {
         self.keys.iter().find(|k| k.key.0 == key)
+    }
+
+    /// Position of `value` among the values of `key` when the key is ordered (least
+    /// restrictive first); `None` for an unordered key or a value it lacks.
+    pub fn order_of(&self, key: &str, value: &str) -> Option<usize> {
+        self.key(key).filter(|k| k.ordered)?.position(value)
     }
 
     /// Whether `value` is a permitted value of `key`.

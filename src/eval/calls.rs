@@ -168,16 +168,6 @@ fn majority(
     best.next().is_none().then(|| value.to_string())
 }
 
-/// Position of `value` among `key`'s values when the key is ordered.
-fn order_of(ontology: &Ontology, key: &str, value: &str) -> Option<usize> {
-    let spec = ontology
-        .keys
-        .iter()
-        .find(|k| k.key.0 == key)
-        .filter(|k| k.ordered)?;
-    spec.values.iter().position(|v| v.value.0 == value)
-}
-
 /// Replays `calls_file` against `labels_file` on `ctx` (its snapshot and source).
 pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<CallsReport, ToolError> {
     let calls: Vec<CallsLine> = read_lines(
@@ -343,8 +333,8 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
                 }
             }
             if let (Some(p), Some(t)) = (
-                order_of(&ctx.ontology, key, value),
-                order_of(&ctx.ontology, key, &truth),
+                ctx.ontology.order_of(key, value),
+                ctx.ontology.order_of(key, &truth),
             ) {
                 if p < t {
                     k.understated += 1;

@@ -322,24 +322,6 @@ pub fn run(
 
 /// [`run`] with `min_confidence` passed to every suggestion (keys below it count as not
 /// answered, as the caller would see them).
-/// Whether `key` is ordered (`ordered: true` in the ontology).
-fn ordered(ctx: &Context, key: &str) -> bool {
-    ctx.ontology
-        .keys
-        .iter()
-        .any(|k| k.key.0 == key && k.ordered)
-}
-
-/// Position of `value` in an ordered `key` (least restrictive first); `None` when unordered.
-fn order_of(ctx: &Context, key: &str, value: &str) -> Option<usize> {
-    let spec = ctx
-        .ontology
-        .keys
-        .iter()
-        .find(|k| k.key.0 == key && k.ordered)?;
-    spec.values.iter().position(|v| v.value.0 == value)
-}
-
 pub fn run_with(
     ctx: &Context,
     exclude: Exclude,
@@ -439,10 +421,12 @@ pub fn run_with(
                 t.answered += usize::from(proposed.is_some());
                 t.majority += usize::from(majority_value.as_deref() == Some(real));
                 t.overlap += usize::from(overlap_value.as_deref() == Some(real));
-                if let Some((p, r)) = proposed
-                    .as_deref()
-                    .and_then(|p| Some((order_of(ctx, key, p)?, order_of(ctx, key, real)?)))
-                {
+                if let Some((p, r)) = proposed.as_deref().and_then(|p| {
+                    Some((
+                        ctx.ontology.order_of(key, p)?,
+                        ctx.ontology.order_of(key, real)?,
+                    ))
+                }) {
                     t.understated += usize::from(p < r);
                     t.overstated += usize::from(p > r);
                 }
@@ -490,6 +474,7 @@ pub fn run_with(
     let report_keys = tallies
         .into_iter()
         .map(|(key, t)| {
+            let ordered = ctx.ontology.key(key).is_some_and(|k| k.ordered);
             (
                 key.to_string(),
                 KeyReport {
@@ -502,8 +487,8 @@ pub fn run_with(
                         .then(|| share(t.majority_answered.max(t.overlap_answered), t.answered)),
                     baseline_majority: share(t.majority, t.columns),
                     baseline_name_overlap: share(t.overlap, t.columns),
-                    understated: ordered(ctx, key).then_some(t.understated),
-                    overstated: ordered(ctx, key).then_some(t.overstated),
+                    understated: ordered.then_some(t.understated),
+                    overstated: ordered.then_some(t.overstated),
                     confusion: t.confusion,
                 },
             )

@@ -802,7 +802,8 @@ mod tests {
     use crate::catalog::TagState;
     use crate::ontology::Ontology;
 
-    fn demo_context() -> Context {
+    /// The demo catalog and ontology without a snapshot (also for `vote`'s tests).
+    pub(super) fn demo_context() -> Context {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let ontology = Ontology::load(&root.join("ontology/lf-tags.json")).expect("ontology");
         let source =

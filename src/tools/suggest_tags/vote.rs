@@ -185,12 +185,9 @@ pub(super) fn vote_weights(
         .collect()
 }
 
-/// The position in `ordered` of `value` in its key's order (least strict first).
-fn strictness(spec: &crate::ontology::KeySpec, value: &str) -> usize {
-    spec.values
-        .iter()
-        .position(|v| v.value.0 == value)
-        .unwrap_or(0)
+/// How strict `value` is among `spec`'s values (least strict 0).
+fn rank(spec: &crate::ontology::KeySpec, value: &str) -> usize {
+    spec.position(value).unwrap_or(0)
 }
 
 /// For an ordered key: the index in `voted` (largest weight first) of the strictest value
@@ -209,8 +206,8 @@ pub(super) fn lean_strict(
         .filter(|(_, c)| {
             c.precedent_weight > 0.0 && c.precedent_weight * ratio >= top.precedent_weight
         })
-        .max_by_key(|(_, c)| strictness(spec, &c.value))?;
-    (strictness(spec, &strict.value) > strictness(spec, &top.value)).then_some(i)
+        .max_by_key(|(_, c)| rank(spec, &c.value))?;
+    (rank(spec, &strict.value) > rank(spec, &top.value)).then_some(i)
 }
 
 /// The conflict of an ordered key whose voting precedents carry more than one value.
@@ -235,7 +232,7 @@ pub(super) fn conflict_of(
         None => {
             let stricter: Vec<String> = weighed
                 .iter()
-                .filter(|c| strictness(spec, &c.value) > strictness(spec, &top.value))
+                .filter(|c| rank(spec, &c.value) > rank(spec, &top.value))
                 .map(|c| format!("{} ({:.2})", c.value, c.precedent_weight))
                 .collect();
             if stricter.is_empty() {
@@ -258,7 +255,7 @@ pub(super) fn conflict_of(
             weight: c.precedent_weight,
         })
         .collect();
-    values.sort_by_key(|v| std::cmp::Reverse(strictness(spec, &v.value)));
+    values.sort_by_key(|v| std::cmp::Reverse(rank(spec, &v.value)));
     Some(Conflict {
         values,
         proposed: proposed.value.clone(),
@@ -268,21 +265,10 @@ pub(super) fn conflict_of(
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
+    use super::super::tests::demo_context;
     use super::*;
-    use crate::catalog::dir::DirSource;
     use crate::catalog::{TagLevel, TagState};
     use crate::index::documents::Kind;
-    use crate::ontology::Ontology;
-
-    fn demo_context() -> Context {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let ontology = Ontology::load(&root.join("ontology/lf-tags.json")).expect("ontology");
-        let source =
-            DirSource::open(&root.join("fixtures/catalog"), ontology.clone()).expect("catalog");
-        Context::new(ontology, Box::new(source))
-    }
 
     #[test]
     fn two_close_matches_outweigh_a_tail_of_weak_ones_that_outnumbers_them() {
