@@ -35,14 +35,16 @@ pub const QUERY_DESCRIPTION: &str = "What the column holds, in the user's words,
 (1-1000 characters); for a non-English one, add English alternatives. State what is in it: \
 not, without, kein and a leading - exclude nothing (\"IBAN, not stored in clear\" finds clear \
 IBANs; write \"hashed IBAN\"). Only word* (prefix) and \"quoted words\" (phrase) are operators. \
-Key columns (customer_no) rank lower unless a phrasing asks for one (id, number, key).";
+Key columns (name ending in id, key, no, nr) rank lower unless identifier applies. Acronyms \
+that are English stop words (IT, IS, HIS) match by meaning only: spell them out.";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
-pub const ALTERNATIVES_DESCRIPTION: &str = "Up to 8 other phrasings, each searched like the \
+pub const ALTERNATIVES_DESCRIPTION: &str =
+    "Up to 8 other phrasings (3-5 is typical), each searched like the \
 description: likely column names in snake_case (payee_iban; payee iban is the same words), the \
 standard term, English words. Specific beats broad (bank info pulls unrelated columns in). \
-German words and abbreviations (cust, dob, nr) are expanded for you. Each 1-200 characters, \
-no case-insensitive repeat; [] means none.";
+German words and abbreviations (cust, dob, nr) are expanded for you. Each 1-200 characters; \
+a repeat of another or of the description (case ignored) is refused; [] means none.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -55,9 +57,11 @@ pub struct Input {
     #[serde(default)]
     #[schemars(description = ALTERNATIVES_DESCRIPTION, length(max = MAX_ALTERNATIVES), inner(length(min = 1, max = MAX_ALTERNATIVE_CHARS)), extend("uniqueItems" = true))]
     pub alternatives: Option<Vec<String>>,
-    /// Domains to search, at most 64 (list_domains names them); omitted: every domain you may read.
+    /// Domains to search (see the schema's description).
     #[serde(default)]
-    #[schemars(length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
+    #[schemars(description = "Domains to search, at most 64 (list_domains names them); omitted: \
+every domain you may read. Precedents of a claims column may sit in payments: do not narrow to \
+the target's domain.", length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
     pub domains: Option<Vec<Domain>>,
     /// column: catalog columns; ontology_value: the ontology's tag values. Omitted: both.
     #[serde(default)]
@@ -82,8 +86,9 @@ pub struct Input {
 
 /// What the schema says of `identifier`.
 pub const IDENTIFIER_DESCRIPTION: &str = "true: an identifier (a key, who did it) is asked \
-for: key columns are not ranked down; false: not. Omitted: true if a word is id, no, nr, \
-number, key, nummer, kennung, who or wer, except counts (number of, Anzahl).";
+for, in every phrasing: key columns are not ranked down; false: they are. Omitted: decided per \
+phrasing, true if a word is id, no, nr, number, key, nummer, kennung, who or wer, except \
+counts (number of, Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entry {

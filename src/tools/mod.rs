@@ -486,8 +486,9 @@ impl schemars::transform::Transform for NullableAsAnyOf {
 ///   schema and crashes on `false`; strict converters close every object themselves. The server
 ///   still refuses an unknown argument by name (`deny_unknown_fields` on every `Input`).
 /// - Every object has `properties` (LangChain's `StructuredTool.args` reads it).
-/// - A nullable property's description is also on its non-null branch: Gemini unwraps
-///   `anyOf: [X, null]` to `X` and keeps only what `X` says.
+/// - A nullable property's description is on its non-null branch only: Gemini unwraps
+///   `anyOf: [X, null]` to `X` and keeps only what `X` says, and every other stack shows the
+///   branch as it is (written once, not twice: a blind host counted the copies).
 /// - The root's `title` (the Rust type's name, `Input`) is dropped: it tells a model nothing.
 pub fn portable_input(mut schema: Value) -> Value {
     let defs = schema
@@ -534,13 +535,19 @@ fn portable_node(node: &mut Value, defs: &Map<String, Value>) {
             portable_node(sub, defs);
         }
     }
-    let description = obj.get("description").cloned();
+    let nullable = obj
+        .get("anyOf")
+        .and_then(Value::as_array)
+        .is_some_and(|branches| branches.len() == 2 && branches.contains(&json!({"type": "null"})));
+    let description = if nullable {
+        obj.remove("description")
+    } else {
+        None
+    };
     if let Some(Value::Array(branches)) = obj.get_mut("anyOf") {
-        let null = json!({"type": "null"});
-        let nullable = branches.len() == 2 && branches.contains(&null);
         for branch in branches.iter_mut() {
             portable_node(branch, defs);
-            if let (true, Some(d), Some(b)) = (nullable, &description, branch.as_object_mut()) {
+            if let (Some(d), Some(b)) = (&description, branch.as_object_mut()) {
                 if b.get("type") != Some(&json!("null")) {
                     b.insert("description".into(), d.clone());
                 }
@@ -1016,7 +1023,7 @@ mod tests {
             json!({
                 "type": "object",
                 "properties": {
-                    "mode": {"description": "hybrid, bm25 or dense.", "anyOf": [
+                    "mode": {"anyOf": [
                         {"description": "hybrid, bm25 or dense.", "type": "string", "enum": ["hybrid", "bm25", "dense"]},
                         {"type": "null"}
                     ], "default": null},

@@ -62,7 +62,6 @@ pub fn input_schema(ontology: &Ontology, mut generated: Value) -> Value {
             let values: Vec<&str> = k.values.iter().map(|v| v.value.0.as_str()).collect();
             let description = k.description.clone();
             let schema = json!({
-                "description": description,
                 "anyOf": [
                     {"type": "string", "enum": values, "description": description},
                     {"type": "null"}
@@ -149,10 +148,10 @@ mod tests {
         assert_eq!(
             tags["properties"],
             json!({
-                "data_class": {"description": "What kind of data.", "anyOf": [
+                "data_class": {"anyOf": [
                     {"type": "string", "enum": ["pii", "public"], "description": "What kind of data."},
                     {"type": "null"}]},
-                "region": {"description": "Where it is stored.", "anyOf": [
+                "region": {"anyOf": [
                     {"type": "string", "enum": ["eu_west_1"], "description": "Where it is stored."},
                     {"type": "null"}]}
             })

@@ -33,7 +33,8 @@ get_dataset before tagging.";
 
 /// What the schema says of `min_confidence`.
 pub const MIN_CONFIDENCE_DESCRIPTION: &str = "0-1: a key whose confidence is below it moves to \
-proposal.abstained (0.9 keeps proposals right about 9 in 10). Omit to see every proposal.";
+proposal.abstained (0.9 keeps proposals right about 9 in 10); its confidence and candidates \
+stay. Omit to see every proposal.";
 
 /// Below this best `precedent_confidence` among the precedents, none of them is the same kind
 /// of data (the threshold find_precedents' description gives hosts): a precedent proposal's
@@ -83,7 +84,8 @@ pub const QUERY_DESCRIPTION: &str =
 /// it says how to leave it out.
 pub const DOMAIN_DESCRIPTION: &str = "Domain of the table the column goes into (list_domains \
 names them). Alone: a new, unnamed table of the domain, its database's tags inherited. Omit \
-domain and table to use precedents only (no siblings, nothing inherited).";
+domain and table to use precedents only (no siblings, nothing inherited). A domain the \
+catalog lacks is an error listing the domains.";
 /// What the schema says of `table`.
 pub const TABLE_DESCRIPTION: &str = "Table the column goes into; needs domain. An existing \
 table adds its columns' tags (siblings) and its inherited tags; a name the domain lacks is a \

@@ -190,6 +190,11 @@ def non_null(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def described(prop: dict[str, Any]) -> str | None:
+    """An argument's description: its own, or (nullable) its non-null branch's."""
+    return prop.get("description") or non_null(prop).get("description")
+
+
 def words_of(schema: Any) -> str:
     """Every description under `schema` (a converter may move one into a branch)."""
     if isinstance(schema, dict):
@@ -227,7 +232,7 @@ def lost_meaning(published: dict[str, Any], converted: dict[str, Any], path: str
         if conv is None:
             out.append(f"{at}: argument dropped")
             continue
-        desc = prop.get("description")
+        desc = described(prop)
         if desc and desc not in words_of(conv):
             out.append(f"{at}: description lost")
         want, got = non_null(prop), non_null(conv)
@@ -258,7 +263,7 @@ def gemini_lost(published: dict[str, Any], schema: Any, path: str) -> list[str]:
         if conv is None:
             out.append(f"{at}: argument dropped")
             continue
-        if prop.get("description") and conv.description != prop["description"]:
+        if described(prop) and conv.description != described(prop):
             out.append(f"{at}: description {conv.description!r} instead of the argument's")
         want = non_null(prop)
         words = conv.description or ""
