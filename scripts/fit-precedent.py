@@ -4,7 +4,7 @@
     fit-precedent.py ROWS.jsonl [ROWS.jsonl ...]
 
 Each file is one labelled set's entries (its `set` field names it). A row is positive when its
-grade is 2 (a direct precedent). The fit is a logistic regression on the five features of
+grade is 2 (a direct precedent). The fit is a logistic regression on the features of
 src/precedent.rs with every weight held at or above zero (Newton steps, ridge 1.0 on the
 weights, a weight that goes negative is fixed at zero and the rest refitted) — the same
 method as src/calibration.rs. The script prints, for each set, the figures of a map fitted on
@@ -18,7 +18,7 @@ import os
 import sys
 
 FEATURES = ["description_similarity", "best_similarity", "phrasings_share",
-            "description_lexical", "inverse_rank"]
+            "description_lexical", "inverse_rank", "type_share", "name_match"]
 RIDGE = 1.0
 
 
@@ -29,6 +29,8 @@ def features(ev):
         min(max(ev["phrasings_share"], 0.0), 1.0),
         1.0 if ev["description_lexical"] else 0.0,
         1.0 / max(ev["rank"], 1),
+        min(max(ev.get("type_share", 0.0), 0.0), 1.0),
+        1.0 if ev.get("name_match") else 0.0,
     ]
 
 

@@ -19,7 +19,8 @@ use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 
 pub const DESCRIPTION: &str = "Finds catalog columns that hold a kind of data, and the \
 ontology values that fit it. Call it first when someone asks where such data is or how it is \
-classified, and before proposing tags for a new column. One call per column. Pass description \
+classified, and before proposing tags for a new column. One call per kind of data (columns of \
+the same kind share one). Pass description \
 (what the column holds) and 3-5 alternatives (likely column names, the standard term). Returns \
 entries, best first: columns (id column:<domain>.<table>.<column>, lf_tags from the snapshot) \
 and ontology values (id ontology:<key>=<value>), each with precedent_confidence (0-1: how likely \
@@ -36,7 +37,7 @@ pub const QUERY_DESCRIPTION: &str = "What the column holds, in the user's words,
 not, without, kein and a leading - exclude nothing (\"IBAN, not stored in clear\" finds clear \
 IBANs; write \"hashed IBAN\"). Only word* (prefix) and \"quoted words\" (phrase) are operators. \
 Key columns (name ending in id, key, no, nr) rank lower unless identifier applies. Acronyms \
-that are English stop words (IT, IS, AS) match by meaning only: spell them out.";
+that are English stop words (IT, AS, OR, IS) match by meaning only: spell them out.";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str =
@@ -310,6 +311,11 @@ fn entry(snapshot: &Snapshot, phrasings: &[&str], hit: &Hit) -> Entry {
     }
 }
 
+/// A column document's type (empty when the catalog gave none); `None` for an ontology value.
+fn column_type(doc: &crate::index::documents::Document) -> Option<&str> {
+    (doc.kind == Kind::Column).then(|| doc.data_type.as_deref().unwrap_or(""))
+}
+
 /// The evidence of each hit of a page (`rank` from `offset`): the description's and every
 /// phrasing's cosine similarity to it, computed from the phrasings' query embeddings (the
 /// search's own, answered by the query cache) and the snapshot's vectors.
@@ -319,6 +325,7 @@ fn page_evidence(
     phrasings: &[&str],
     hits: &[&Hit],
     offset: usize,
+    type_share: &dyn Fn(Option<&str>) -> f64,
 ) -> Result<Vec<EntryEvidence>, ToolError> {
     let texts: Vec<String> = phrasings
         .iter()
@@ -343,6 +350,13 @@ fn page_evidence(
                 description_lexical: h.bm25_rank.is_some()
                     && h.matched_by.first().is_some_and(|m| m.phrasing == 0),
                 rank: offset + i + 1,
+                type_share: type_share(column_type(snapshot.doc(h.ord))),
+                name_match: snapshot.doc(h.ord).column.as_deref().is_some_and(|c| {
+                    let name = crate::text::words(&crate::text::split_identifier(c));
+                    phrasings
+                        .iter()
+                        .any(|p| crate::text::words(&crate::text::split_identifier(p)) == name)
+                }),
             })
         })
         .collect()
@@ -559,7 +573,21 @@ pub fn run_with_evidence(
     hits.retain(|h| !exclude(snapshot.doc(h.ord)));
     let total = hits.len();
     let page_hits: Vec<&Hit> = hits.iter().skip(offset).take(limit).collect();
-    let evidence = page_evidence(&snapshot, embedder.as_ref(), &phrasings, &page_hits, offset)?;
+    let column_types: Vec<Option<&str>> = hits
+        .iter()
+        .map(|h| column_type(snapshot.doc(h.ord)))
+        .filter(Option::is_some)
+        .take(crate::precedent::TYPE_SHARE_HITS)
+        .collect();
+    let type_share = crate::precedent::type_shares(&column_types);
+    let evidence = page_evidence(
+        &snapshot,
+        embedder.as_ref(),
+        &phrasings,
+        &page_hits,
+        offset,
+        &type_share,
+    )?;
     let page: Vec<Entry> = page_hits
         .iter()
         .zip(&evidence)

@@ -657,7 +657,7 @@ fn render_instructions(ontology: &Ontology) -> String {
          description, alternatives and identifier, in the same turn (suggest_tags runs that search \
          itself, over columns only; find_precedents also shows ontology values), the user decides, \
          then resolve_lf_tag; read a dataset live with get_dataset before acting on its tags. One \
-         search per kind of data: two columns holding the same kind need one. identifier applies \
+         search per kind of data (columns of the same kind share one). identifier applies \
          to every phrasing. alternatives: 3-5 is typical, at most 8. A domain the catalog lacks is \
          an error listing the domains you may read (list_domains names them too). Tag values come from a closed ontology: {}. \
          Read it from the resource govcat://ontology/lf-tags or, without resource support, with \

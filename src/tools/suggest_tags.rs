@@ -21,7 +21,7 @@ mod vote;
 
 pub const DESCRIPTION: &str = "Proposes a tag value per key for one column from how \
 comparable columns (precedents) are tagged. Call it when someone adds a column or asks \
-which tags one should get; one call per column. Pass the description, alternatives and \
+which tags one should get; one call per kind of data, as for find_precedents. Pass the description, alternatives and \
 identifier you pass to find_precedents (it runs that search, kinds [column]; send both at \
 once) and, if known, domain and table of the table the column goes into. \
 precedent_entries shows its 10 precedents; each votes with its score squared. Returns per key candidates and proposal: tags, basis, confidence per key (share right \
