@@ -421,3 +421,46 @@ fn unrelated_alternatives_stay_below_the_floor_and_apt_ones_rise() {
         confidences(&iban)
     );
 }
+
+/// The confidence map is fitted without the keys a same-named column contradicts (issue 43
+/// part 5). The demo holds `steuer_id` four times: all `high` and `eu`, but lawful_basis
+/// `contract` in customer_master against `legal_obligation`, retention `7y` in
+/// credit_score_retail against `10y`, subject_type `employee` in payroll_de against `customer`.
+/// Each of the four is left out for exactly those three keys and kept for the two they agree
+/// on; a column whose name no other column has is never left out.
+#[test]
+fn a_key_a_same_named_column_contradicts_is_left_out_of_the_fit_and_an_agreeing_one_is_not() {
+    let Some(built) = common::calibrated() else {
+        return;
+    };
+    let ctx = built.context();
+    let snapshot = built.snapshot();
+    let tagged = govcat::tools::calibrate::tagged_columns(&ctx, &snapshot.docs);
+    let conflicted = govcat::tools::calibrate::conflicted(&ctx, &tagged, &tagged);
+    let keys_of = |id: &str| -> BTreeSet<&str> {
+        conflicted
+            .iter()
+            .filter(|(c, _)| c == id)
+            .map(|(_, k)| k.as_str())
+            .collect()
+    };
+    for id in [
+        "column:customer.customer_master.steuer_id",
+        "column:hr.payroll_de.steuer_id",
+        "column:policy.customer.steuer_id",
+        "column:risk.credit_score_retail.steuer_id",
+    ] {
+        assert_eq!(
+            keys_of(id),
+            BTreeSet::from(["lawful_basis", "retention", "subject_type"]),
+            "{id}"
+        );
+    }
+    // The other half: a name no other tagged column has.
+    let name = govcat::tools::calibrate::name_words;
+    let unique = tagged
+        .iter()
+        .find(|d| tagged.iter().filter(|o| name(o) == name(d)).count() == 1)
+        .expect("a uniquely named column");
+    assert_eq!(keys_of(&unique.id), BTreeSet::new());
+}

@@ -101,6 +101,9 @@ pub struct ColumnOutcome {
     pub evidence: BTreeMap<String, crate::calibration::Evidence>,
     /// Whether the column's table is a calibration table (else held out).
     pub calibration_table: bool,
+    /// Keys whose value a same-named column contradicts: not fitted on
+    /// ([`crate::tools::calibrate::conflicted`]).
+    pub conflicted: Vec<String>,
     /// Key → (real, proposed or `null`).
     pub keys: BTreeMap<String, (String, Option<String>)>,
 }
@@ -114,6 +117,9 @@ pub struct KeyCalibration {
     /// The held-out proposals' reliability table, ECE and coverage at 0.90/0.95/0.99 precision
     /// (coverage: share of the held-out columns with a present value for the key).
     pub held_out: Reliability,
+    /// The same without the proposals whose column a same-named column contradicts (their own
+    /// tag is one of two answers the catalog holds): the population the map is fitted on.
+    pub held_out_unconflicted: Reliability,
     /// Precision and coverage of the held-out proposals with confidence ≥ 0.9 (what
     /// `min_confidence 0.9` keeps).
     pub at_min_confidence_0_9: Threshold,
@@ -199,24 +205,33 @@ fn thin(curve: Vec<(f64, f64, f64)>) -> Vec<(f64, f64, f64)> {
         .collect()
 }
 
-/// Fits a map on the calibration tables' proposals of `checked` and measures it on the rest.
+/// One checked proposal of the leave-one-out.
+struct Checked {
+    calibration_table: bool,
+    /// A same-named column holds another value of the key ([`calibrate::conflicted`]).
+    conflicted: bool,
+    observation: Observation,
+}
+
+/// Fits a map on the calibration tables' unconflicted proposals of `checked` (as `govcat
+/// index` fits the served one) and measures it on the rest.
 fn calibration_report(
-    checked: &[(bool, Observation)],
+    checked: &[Checked],
     keys: &[String],
     held_out_columns: &dyn Fn(&str) -> usize,
 ) -> CalibrationReport {
     let fit_on: Vec<Observation> = checked
         .iter()
-        .filter(|(cal, _)| *cal)
-        .map(|(_, o)| o.clone())
+        .filter(|c| c.calibration_table && !c.conflicted)
+        .map(|c| c.observation.clone())
         .collect();
     let map = calibration::fit(&fit_on, fit_on.len(), false, BTreeMap::new());
     let measure = |key: Option<&str>| {
-        let held: Vec<&Observation> = checked
+        let held_checked: Vec<&Checked> = checked
             .iter()
-            .filter(|(cal, o)| !cal && key.is_none_or(|k| o.key == k))
-            .map(|(_, o)| o)
+            .filter(|c| !c.calibration_table && key.is_none_or(|k| c.observation.key == k))
             .collect();
+        let held: Vec<&Observation> = held_checked.iter().map(|c| &c.observation).collect();
         let columns = match key {
             Some(k) => held_out_columns(k),
             None => keys.iter().map(|k| held_out_columns(k)).sum(),
@@ -225,6 +240,15 @@ fn calibration_report(
             .iter()
             .map(|o| (map.confidence(&o.key, &o.evidence), o.correct))
             .collect();
+        let unconflicted: Vec<(f64, bool)> = held_checked
+            .iter()
+            .filter(|c| !c.conflicted)
+            .map(|c| {
+                let o = &c.observation;
+                (map.confidence(&o.key, &o.evidence), o.correct)
+            })
+            .collect();
+        let conflicted_proposals = held.len() - unconflicted.len();
         let raw: Vec<(f64, bool)> = held.iter().map(|o| (o.evidence.share, o.correct)).collect();
         let (precision, coverage) = calibration::at_threshold(&scored, columns, 0.9);
         KeyCalibration {
@@ -233,6 +257,10 @@ fn calibration_report(
                 .filter(|o| key.is_none_or(|k| o.key == k))
                 .count(),
             held_out: calibration::reliability(&scored, columns),
+            held_out_unconflicted: calibration::reliability(
+                &unconflicted,
+                columns.saturating_sub(conflicted_proposals),
+            ),
             at_min_confidence_0_9: Threshold {
                 precision,
                 coverage,
@@ -371,8 +399,11 @@ pub fn run_with(
     }
     let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
     let mut per_column = Vec::with_capacity(held.len());
-    // Per checked proposal: whether its table is a calibration table, and the observation.
-    let mut checked: Vec<(bool, Observation)> = Vec::new();
+    // Per checked proposal: whether its table is a calibration table, whether a same-named
+    // column contradicts the column's value of the key (left out of the fit, as `govcat index` does),
+    // and the observation.
+    let conflicted = calibrate::conflicted(ctx, &held, &held);
+    let mut checked: Vec<Checked> = Vec::new();
     calibrate::leave_one_out(
         ctx,
         &held,
@@ -448,7 +479,11 @@ pub fn run_with(
             checked.extend(
                 calibrate::observations(ctx, doc, &out, &evidence)
                     .into_iter()
-                    .map(|o| (cal, o)),
+                    .map(|o| Checked {
+                        calibration_table: cal,
+                        conflicted: conflicted.contains(&(doc.id.clone(), o.key.clone())),
+                        observation: o,
+                    }),
             );
             per_column.push(ColumnOutcome {
                 id: doc.id.clone(),
@@ -456,6 +491,11 @@ pub fn run_with(
                 confidence: out.proposal.confidence.clone(),
                 evidence: evidence.clone(),
                 calibration_table: cal,
+                conflicted: keys
+                    .iter()
+                    .filter(|k| conflicted.contains(&(doc.id.clone(), (*k).clone())))
+                    .cloned()
+                    .collect(),
                 keys: outcome,
             });
         },
@@ -521,6 +561,7 @@ pub fn run_with(
                 ("confidence", "proposal.confidence: the share of proposals with the same evidence that were right, from a monotone logistic map per key (calibration.map) fitted on the calibration tables' leave-one-out and measured on the held-out tables"),
                 ("ece", "expected calibration error over 10 equal-width confidence bins: sum of n_bin/n x |accuracy_bin - mean confidence_bin|"),
                 ("coverage_at_precision", "the largest share of held-out columns (with a present value for the key) a confidence threshold keeps while the kept proposals are at least that precise"),
+                ("held_out_unconflicted", "the held-out proposals without those whose column a same-named column contradicts (per_column[].conflicted): the population the map is fitted on, as govcat index fits the served map"),
                 ("conflicts", "columns with the same name words whose descriptions share at least half their words (Jaccard >= 0.5), tagged with different values of a key"),
             ]),
         },
@@ -543,8 +584,7 @@ fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
 fn conflicts(ctx: &Context, columns: &[&Document], keys: &[String]) -> Vec<Conflict> {
     let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
     for (i, d) in columns.iter().enumerate() {
-        let name = words(&split_identifier(d.column.as_deref().unwrap_or_default())).join(" ");
-        by_name.entry(name).or_default().push(i);
+        by_name.entry(calibrate::name_words(d)).or_default().push(i);
     }
     let described: Vec<BTreeSet<String>> = columns
         .iter()
