@@ -106,7 +106,14 @@ pub enum Command {
     /// catalog:<domain>:read); unset means every domain, set but empty means none.
     McpStdio(crate::server::StdioArgs),
     /// List the domains with owner and dataset/column counts.
-    ListDomains,
+    ListDomains {
+        /// Also list the ontology: every tag key with its allowed values.
+        #[arg(long)]
+        include_ontology: bool,
+        /// Also list the glossary: the abbreviations and German words searches expand.
+        #[arg(long)]
+        include_glossary: bool,
+    },
     /// Read one dataset live: metadata, contract, columns with four-state tags.
     GetDataset {
         /// The dataset's domain (`govcat list-domains` lists them), e.g. policy.
@@ -440,7 +447,21 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Serve(args) => return crate::server::run_serve(&cli.options, args),
         Command::McpStdio(args) => return crate::server::run_mcp_stdio(&cli.options, args),
-        Command::ListDomains => ("list_domains", json!({})),
+        Command::ListDomains {
+            include_ontology,
+            include_glossary,
+        } => {
+            let mut args = serde_json::Map::new();
+            if *include_ontology {
+                args.insert("include_ontology".into(), json!(true));
+            }
+            if *include_glossary {
+                args.insert("include_glossary".into(), json!(true));
+            }
+            // The glossary is the served snapshot's: load it (and the model) only then.
+            let args = serde_json::Value::Object(args);
+            return run_tool(&cli.options, *include_glossary, "list_domains", &args);
+        }
         Command::GetDataset { domain, table } => {
             ("get_dataset", json!({"domain": domain, "table": table}))
         }

@@ -602,6 +602,38 @@ fn list_domains_returns_the_ontology_when_asked() {
     );
 }
 
+/// Hosts asked which abbreviations and German words a search expands: list_domains lists the
+/// served snapshot's glossary when asked (every abbreviation line of the shipped file), and the
+/// answer fits list_domains' output schema; without the flag it carries none.
+#[test]
+fn list_domains_returns_the_glossary_when_asked_and_only_then() {
+    let ctx = common::hashed().context();
+    let caller = govcat::catalog::Caller::local();
+    let plain = common::call_ok(&ctx, &caller, "list_domains", json!({}));
+    assert_eq!(plain.get("glossary"), None);
+    let with = common::call_ok(
+        &ctx,
+        &caller,
+        "list_domains",
+        json!({"include_glossary": true}),
+    );
+    let glossary = &with["glossary"];
+    assert_eq!(glossary["abbreviations"]["dob"], "date of birth");
+    assert_eq!(glossary["german"]["geburtsdatum"], "birth date dob");
+    let shipped = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ontology/abbreviations.tsv"),
+    )
+    .unwrap();
+    let lines = shipped
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .count();
+    assert_eq!(glossary["abbreviations"].as_object().unwrap().len(), lines);
+    let spec = tools::spec("list_domains").unwrap();
+    let validator = tools::strict_validator(&spec.output_schema).unwrap();
+    assert!(validator.is_valid(&with), "{with}");
+}
+
 /// Every float an answer shows is short: similarity to 3 places (an `f32` written as a JSON
 /// double used to show 0.5809999704360962), scores to 6 (the total order `score desc, id asc`
 /// must hold for the numbers shown), confidences and shares to 3.

@@ -124,6 +124,21 @@ impl Glossary {
         self.entries.len()
     }
 
+    /// Every German word (folded: umlauts as base vowels, ß as ss) with its English terms,
+    /// sorted: what a host may read before it writes a search.
+    pub fn german_terms(&self) -> std::collections::BTreeMap<String, String> {
+        Self::listed(&self.entries)
+    }
+
+    /// Every abbreviation with its English words, sorted.
+    pub fn abbreviation_terms(&self) -> std::collections::BTreeMap<String, String> {
+        Self::listed(&self.abbreviations)
+    }
+
+    fn listed(map: &HashMap<String, Vec<String>>) -> std::collections::BTreeMap<String, String> {
+        map.iter().map(|(k, v)| (k.clone(), v.join(" "))).collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

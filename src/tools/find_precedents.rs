@@ -24,7 +24,7 @@ the same kind share one). Pass description \
 (what the column holds) and 3-5 alternatives (likely column names, the standard term). Returns \
 entries, best first: columns (id column:<domain>.<table>.<column>, lf_tags from the snapshot) \
 and ontology values (id ontology:<key>=<value>), each with precedent_confidence (0-1: how likely \
-it holds the same kind of data). If none of the first 10 reaches 0.5, tell the user the catalog \
+it holds the same kind of data). If no column among the first 10 reaches 0.5, tell the user the catalog \
 has no such column and these are only the nearest; do not copy their tags. Nothing found: \
 match_type none, a hint and suggestions (not yet searched): retry with them as alternatives. \
 Next: suggest_tags with the same description and alternatives; get_dataset before relying on \
@@ -44,7 +44,7 @@ pub const ALTERNATIVES_DESCRIPTION: &str =
     "Up to 8 other phrasings (3-5 is typical), each searched like the \
 description: likely column names in snake_case (payee_iban; payee iban is the same words), the \
 standard term, English words. Specific beats broad (bank info pulls unrelated columns in). \
-German words and abbreviations (cust, dob, nr) are expanded for you. Each 1-200 characters; \
+German words and abbreviations (cust, dob, nr; list_domains include_glossary lists them) are expanded for you. Each 1-200 characters; \
 a repeat of another or of the description (case ignored) is refused; [] means none.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

@@ -13,8 +13,9 @@ pass as domain or domains to the other tools, or who owns a domain. Counts leave
 that could not be read (counts_excluded says how many and why). A domain outside your scopes \
 is not listed (catalog:<domain>:read grants it); when your scopes grant none, entries is empty \
 and note says so. With include_ontology true it also returns the ontology: every tag key with \
-its allowed values, for hosts that cannot read resources. Next: find_precedents or get_dataset \
-in a domain.";
+its allowed values, for hosts that cannot read resources; with include_glossary true, the \
+abbreviations and German words searches expand. Next: find_precedents or get_dataset in a \
+domain.";
 
 /// What the schema says of `include_ontology`.
 pub const INCLUDE_ONTOLOGY_DESCRIPTION: &str =
@@ -27,6 +28,25 @@ pub struct Input {
     #[schemars(description = INCLUDE_ONTOLOGY_DESCRIPTION)]
     #[serde(default)]
     pub include_ontology: Option<bool>,
+    /// Whether the answer also lists the glossary (see [`INCLUDE_GLOSSARY_DESCRIPTION`]).
+    #[schemars(description = INCLUDE_GLOSSARY_DESCRIPTION)]
+    #[serde(default)]
+    pub include_glossary: Option<bool>,
+}
+
+/// What the schema says of `include_glossary`.
+pub const INCLUDE_GLOSSARY_DESCRIPTION: &str = "true: also return glossary, each abbreviation \
+(dob) and German word (folded: hohe for Höhe) searches expand, with its English words; \
+expanded ones need no alternative. Default false.";
+
+/// What find_precedents and suggest_tags expand a search with, before any search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GlossaryTerms {
+    /// Abbreviation → English words (`dob` → `date of birth`).
+    pub abbreviations: std::collections::BTreeMap<String, String>,
+    /// German word, folded as the search folds it → English terms (`geburtsdatum` →
+    /// `birth date`).
+    pub german: std::collections::BTreeMap<String, String>,
 }
 
 /// One tag key and its allowed values, in the ontology's order.
@@ -68,6 +88,9 @@ pub struct Output {
     /// Only with include_ontology: the tag keys and their allowed values.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ontology: Option<Vec<KeyValues>>,
+    /// Only with include_glossary: the served snapshot's abbreviations and German words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub glossary: Option<GlossaryTerms>,
     pub sort_key: String,
     #[serde(rename = "ttlMs")]
     pub ttl_ms: u64,
@@ -118,10 +141,21 @@ pub fn run(ctx: &Context, caller: &Caller, input: Input) -> Result<Output, ToolE
             })
             .collect()
     });
+    let glossary = match input.include_glossary {
+        Some(true) => {
+            let snapshot = ctx.snapshot()?;
+            Some(GlossaryTerms {
+                abbreviations: snapshot.glossary.abbreviation_terms(),
+                german: snapshot.glossary.german_terms(),
+            })
+        }
+        _ => None,
+    };
     Ok(Output {
         entries,
         note,
         ontology,
+        glossary,
         sort_key: "name asc".into(),
         ttl_ms: ctx.source_ttl_ms(),
         cache_scope: CacheScope::Private,

@@ -138,8 +138,12 @@ impl Context {
                 "this govcat was started without the embedding model; start it with the model present (scripts/fetch-model.sh)",
             )
         })?;
-        let snapshot = self
-            .snapshots
+        Ok((self.snapshot()?, embedder))
+    }
+
+    /// The served snapshot, for answers that read it without searching (no model needed).
+    pub fn snapshot(&self) -> Result<Arc<Snapshot>, ToolError> {
+        self.snapshots
             .as_ref()
             .and_then(|h| h.current())
             .ok_or_else(|| {
@@ -151,8 +155,7 @@ impl Context {
                         why: "and restart govcat, or wait for the running rebuild".into(),
                     },
                 })
-            })?;
-        Ok((snapshot, embedder))
+            })
     }
 
     /// `ttlMs` for answers read from a snapshot: until the next scheduled rebuild, else the floor.
@@ -664,7 +667,8 @@ fn render_instructions(ontology: &Ontology) -> String {
          list_domains include_ontology true. Search text: no word excludes (not, without, kein, a \
          leading -); word* is a prefix, \"quoted words\" a phrase; \
          identifiers split at _ and camelCase; German words and common column abbreviations \
-         (cust, addr, dob, txn, nr) are expanded for you, as request.glossary_terms shows; \
+         (cust, addr, dob, txn, nr) are expanded for you, as request.glossary_terms shows \
+         (list_domains include_glossary true lists them all); \
          acronyms that are English stop words (IT, AS, OR, IS) match by meaning only, so spell \
          them out. ttlMs and cacheScope on a list or an answer: how many milliseconds it may be \
          reused, and whether it may be shared between users (public) or not (private). \

@@ -20,16 +20,17 @@ pub use vote::{Candidate, Conflict, ConflictValue, Excluded, Support};
 mod vote;
 
 pub const DESCRIPTION: &str = "Proposes a tag value per key for one column from how \
-comparable columns (precedents) are tagged. Call it when someone adds a column or asks \
-which tags one should get; one call per kind of data, as for find_precedents. Pass the description, alternatives and \
-identifier you pass to find_precedents (it runs that search, kinds [column]; send both at \
-once) and, if known, domain and table of the table the column goes into. \
-precedent_entries shows its 10 precedents; each votes with its score squared. Returns per key candidates and proposal: tags, basis, confidence per key (share right \
-on this catalog), conflicts (precedents of an ordered key disagree: the stricter \
-value unless clearly outweighed), unmeasured (confidence 0: unknown) and abstained (reason, next \
-step). Next: show the user each value with its confidence and precedents; the user decides every \
-key below 0.9 and every conflict; check the set with resolve_lf_tag; read the target with \
-get_dataset before tagging.";
+comparable columns (precedents) are tagged. Call it when a column is added or someone asks \
+for its tags; one call per kind of data. Pass the description, \
+alternatives and identifier you pass to find_precedents (it runs that search, kinds [column]; \
+send both at once) and, if known, domain and table of the table the column goes into. \
+precedent_entries shows its 10 precedents; all vote, each with its score squared; if none \
+reaches precedent_confidence 0.5, each precedent proposal's confidence is 0 (unmeasured). Returns per key \
+candidates and proposal: tags, basis, confidence per key (share right on this catalog), \
+conflicts (precedents of an ordered key disagree: the stricter value unless clearly \
+outweighed), unmeasured and abstained (reason, next step). Next: show the user each value with \
+its confidence and precedents; the user decides every key below 0.9 and every conflict; check \
+the set with resolve_lf_tag; read the target with get_dataset before tagging.";
 
 /// What the schema says of `min_confidence`.
 pub const MIN_CONFIDENCE_DESCRIPTION: &str = "0-1: a key whose confidence is below it moves to \
