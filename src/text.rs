@@ -59,6 +59,12 @@ pub fn fold(word: &str) -> String {
     out
 }
 
+/// The folded words of an identifier or a text with identifiers in it: `customerBirthDate`,
+/// `customer_birth_date` and `customer birth date` all give `[customer, birth, date]`.
+pub fn identifier_words(text: &str) -> Vec<String> {
+    words(&split_identifier(text))
+}
+
 /// The alphanumeric words of a text, folded.
 pub fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())

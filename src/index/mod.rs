@@ -140,7 +140,7 @@ impl Snapshot {
     /// wrote.
     pub fn expand_query(&self, description: &str) -> Vec<String> {
         let mut out = self.glossary.expand(description);
-        let written = crate::text::words(&crate::text::split_identifier(description));
+        let written = crate::text::identifier_words(description);
         // Words no document holds, and words of column names (identifiers run words
         // together: `birthdate` also asks for `birth_date`); a prose word the catalog knows is
         // searched as written (`separate` is not `sepa` + `rate`).

@@ -116,10 +116,7 @@ pub const NEAR_DUPLICATES_COMPARED: usize = 256;
 
 /// A column's name words, the key near-duplicates share.
 pub fn name_words(doc: &Document) -> String {
-    crate::text::words(&crate::text::split_identifier(
-        doc.column.as_deref().unwrap_or_default(),
-    ))
-    .join(" ")
+    crate::text::identifier_words(doc.column.as_deref().unwrap_or_default()).join(" ")
 }
 
 /// The (column id, key) pairs of `columns` whose own value of the key is contradicted by a

@@ -335,6 +335,10 @@ fn page_evidence(
     let vectors = embedder
         .embed_queries(&refs)
         .map_err(|e| ToolError::new("EmbedderUnavailable", format!("{e}; retry")))?;
+    let phrasing_words: Vec<Vec<String>> = phrasings
+        .iter()
+        .map(|p| crate::text::identifier_words(p))
+        .collect();
     hits.iter()
         .enumerate()
         .map(|(i, h)| {
@@ -352,10 +356,8 @@ fn page_evidence(
                 rank: offset + i + 1,
                 type_share: type_share(column_type(snapshot.doc(h.ord))),
                 name_match: snapshot.doc(h.ord).column.as_deref().is_some_and(|c| {
-                    let name = crate::text::words(&crate::text::split_identifier(c));
-                    phrasings
-                        .iter()
-                        .any(|p| crate::text::words(&crate::text::split_identifier(p)) == name)
+                    let name = crate::text::identifier_words(c);
+                    phrasing_words.contains(&name)
                 }),
             })
         })
