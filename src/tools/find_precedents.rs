@@ -42,10 +42,11 @@ that are English stop words (IT, AS, OR, IS) match by meaning only: spell them o
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str =
     "Up to 8 other phrasings (3-5 is typical), each searched like the \
-description: likely column names in snake_case (payee_iban; payee iban is the same words), the \
-standard term, English words. Specific beats broad (bank info pulls unrelated columns in). \
-German words and abbreviations (cust, dob, nr; list_domains include_glossary lists them) are expanded for you. Each 1-200 characters; \
-a repeat of another or of the description (case ignored) is refused; [] means none.";
+description: likely column names in snake_case (payee_iban; payee iban searches the same words, \
+send one), the standard term, English words. Specific beats broad (bank info pulls unrelated \
+columns in). German words and abbreviations (cust, dob, nr; list_domains include_glossary lists \
+them) are expanded for you. Each 1-200 characters; the same text as another or as the \
+description (case ignored) is refused; [] means none.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -86,10 +87,10 @@ the target's domain.", length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
 }
 
 /// What the schema says of `identifier`.
-pub const IDENTIFIER_DESCRIPTION: &str = "true: an identifier (a key, who did it) is asked \
-for, in every phrasing: key columns are not ranked down; false: they are. Omitted: decided per \
-phrasing, true if a word is id, no, nr, number, key, nummer, kennung, who or wer, except \
-counts (number of, Anzahl).";
+pub const IDENTIFIER_DESCRIPTION: &str = "true: an identifier is asked for (a key, who did \
+it, or an ID number as the value: passport_no, routing number), in every phrasing: key columns \
+are not ranked down; false: they are. Omitted: decided per phrasing, true if a word is id, no, \
+nr, number, key, nummer, kennung, who or wer, except counts (number of, Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entry {
@@ -124,12 +125,13 @@ pub struct Entry {
     /// entry's rank in that phrasing's own hybrid (or bm25/dense) list.
     pub matched_by: Vec<MatchedBy>,
     /// How often an entry with this evidence was a direct precedent (the same kind of data)
-    /// on labelled catalogs, 0-1 (fitted in the `precedent` module). When no entry reaches 0.5,
-    /// the catalog holds no column of this kind: these are the nearest entries, not precedents.
+    /// on labelled catalogs, 0-1 (fitted in the `precedent` module). When no column among the
+    /// first 10 reaches 0.5, the catalog holds no column of this kind: these are the nearest
+    /// entries, not precedents.
     #[schemars(
         description = "How often an entry with this evidence was a direct precedent (the \
-same kind of data) on labelled catalogs, 0-1. When no entry reaches 0.5, the catalog holds no \
-column of this kind: these are the nearest entries, not precedents."
+same kind of data) on labelled catalogs, 0-1. When no column among the first 10 reaches 0.5, \
+the catalog holds no column of this kind: these are the nearest entries, not precedents."
     )]
     pub precedent_confidence: f64,
 }

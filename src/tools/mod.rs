@@ -664,7 +664,9 @@ fn render_instructions(ontology: &Ontology) -> String {
          to every phrasing. alternatives: 3-5 is typical, at most 8. A domain the catalog lacks is \
          an error listing the domains you may read (list_domains names them too). Tag values come from a closed ontology: {}. \
          Read it from the resource govcat://ontology/lf-tags or, without resource support, with \
-         list_domains include_ontology true. Search text: no word excludes (not, without, kein, a \
+         list_domains include_ontology true. When no value of a key fits the data, say so and \
+         let the user decide; never invent one. An optional argument sent as null is the same \
+         as omitted. Search text: no word excludes (not, without, kein, a \
          leading -); word* is a prefix, \"quoted words\" a phrase; \
          identifiers split at _ and camelCase; German words and common column abbreviations \
          (cust, addr, dob, txn, nr) are expanded for you, as request.glossary_terms shows \
@@ -673,7 +675,7 @@ fn render_instructions(ontology: &Ontology) -> String {
          them out. ttlMs and cacheScope on a list or an answer: how many milliseconds it may be \
          reused, and whether it may be shared between users (public) or not (private). \
          x-mcp-header on domain: the client also sends it as an HTTP header for routing, which is \
-         why domain is a plain string; omit it rather than send null.",
+         why domain there is a plain string: omit it rather than send null.",
         vocabulary.join("; ")
     )
 }

@@ -23,8 +23,8 @@ pub const DESCRIPTION: &str = "Proposes a tag value per key for one column from 
 comparable columns (precedents) are tagged. Call it when a column is added or someone asks \
 for its tags; one call per kind of data. Pass the description, \
 alternatives and identifier you pass to find_precedents (it runs that search, kinds [column]; \
-send both at once) and, if known, domain and table of the table the column goes into. \
-precedent_entries shows its 10 precedents; all vote, each with its score squared; if none \
+send both at once) and, if known, the domain and table it goes into. \
+precedent_entries shows the first 10 it finds (its precedents); all vote, each by its score squared; if none \
 reaches precedent_confidence 0.5, each precedent proposal's confidence is 0 (unmeasured). Returns per key \
 candidates and proposal: tags, basis, confidence per key (share right on this catalog), \
 conflicts (precedents of an ordered key disagree: the stricter value unless clearly \
@@ -85,8 +85,9 @@ pub const QUERY_DESCRIPTION: &str =
 /// it says how to leave it out.
 pub const DOMAIN_DESCRIPTION: &str = "Domain of the table the column goes into (list_domains \
 names them). Alone: a new, unnamed table of the domain, its database's tags inherited. Omit \
-domain and table to use precedents only (no siblings, nothing inherited). A domain the \
-catalog lacks is an error listing the domains.";
+domain and table to use precedents only (no siblings, nothing inherited), e.g. when the user \
+has not said which domain; call again with both once they do. A domain the catalog lacks is \
+an error listing the domains.";
 /// What the schema says of `table`.
 pub const TABLE_DESCRIPTION: &str = "Table the column goes into; needs domain. An existing \
 table adds its columns' tags (siblings) and its inherited tags; a name the domain lacks is a \
