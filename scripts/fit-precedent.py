@@ -10,7 +10,8 @@ weights, a weight that goes negative is fixed at zero and the rest refitted) —
 method as src/calibration.rs. The script prints, for each set, the figures of a map fitted on
 the *other* sets (leave one set out): ECE over the entries, negatives answered with an entry
 >= 0.5, positives whose first direct precedent is >= 0.5; then the map fitted on every set,
-as the constants to paste into src/precedent.rs. Standard library only.
+as the constants to paste into src/precedent.rs. WITHOUT=a,b holds those features at zero (to
+compare fits). Standard library only.
 """
 import json
 import math
@@ -18,8 +19,10 @@ import os
 import sys
 
 FEATURES = ["description_similarity", "best_similarity", "phrasings_share",
-            "description_lexical", "inverse_rank", "type_share", "name_match"]
+            "description_lexical", "inverse_rank", "type_share", "name_match", "head_match"]
 RIDGE = 1.0
+# Features held at zero for this run (comparing fits): WITHOUT=type_share,head_match
+WITHOUT = set(filter(None, os.environ.get("WITHOUT", "").split(",")))
 
 
 def features(ev):
@@ -31,6 +34,7 @@ def features(ev):
         1.0 / max(ev["rank"], 1),
         min(max(ev.get("type_share", 0.0), 0.0), 1.0),
         1.0 if ev.get("name_match") else 0.0,
+        1.0 if ev.get("head_match") else 0.0,
     ]
 
 
@@ -94,7 +98,7 @@ def newton(x, y, free):
 def fit(rows):
     x = [features(r["evidence"]) for r in rows]
     y = [1.0 if r["grade"] == 2 else 0.0 for r in rows]
-    free = [True] * len(FEATURES)
+    free = [f not in WITHOUT for f in FEATURES]
     beta = newton(x, y, free)
     for _ in range(len(FEATURES)):
         negative = [j for j in range(len(free)) if free[j] and beta[j + 1] < 0]
@@ -134,7 +138,17 @@ def report(name, model, rows):
         if first is not None:
             pos_found += 1
             pos_ok += confidence(model, first["evidence"]) >= 0.5
-    print(f"  {name:<44} entries {len(rows):>5}  ECE {ece:.3f}  negatives with an entry >= 0.5: "
+    scored = sorted((confidence(model, r["evidence"]), r["grade"] == 2) for r in rows)
+    pos = sum(p for _, p in scored)
+    below = 0
+    ranks = 0.0
+    for _, p in scored:
+        if p:
+            ranks += below
+        else:
+            below += 1
+    auc = ranks / max(pos * (len(scored) - pos), 1)
+    print(f"  {name:<44} entries {len(rows):>5}  AUC {auc:.3f}  ECE {ece:.3f}  negatives with an entry >= 0.5: "
           f"{neg_hit}/{len(neg)}  first direct precedent >= 0.5: {pos_ok}/{pos_found}"
           f" ({pos_ok / max(pos_found, 1):.3f})")
 

@@ -94,7 +94,8 @@ pub enum Command {
         /// database's tags).
         #[arg(long)]
         domain: Option<String>,
-        /// The table the new column goes into (needs --domain), existing (its columns' tags
+        /// The table the new column goes into (without --domain: the one domain that has it),
+        /// existing (its columns' tags
         /// count as siblings) or new (treated as a new table of the domain).
         #[arg(long)]
         table: Option<String>,

@@ -1,6 +1,7 @@
 //! `suggest_tags` for a column of a table that is not in the catalog yet (issue 30, part 1):
 //! the flagship case, "I am adding a column to a new table". Pairs against an existing table,
-//! `domain` alone, an unknown domain, a near-miss name and a table without its domain. The
+//! `domain` alone, an unknown domain, a near-miss name and a table without its domain (placed
+//! in the one domain that has it). The
 //! tools are called through `tools::call`, the dispatcher REST, MCP and the CLI share; the
 //! deterministic `HashEmbedder` snapshot is enough (nothing here depends on ranking).
 //!
@@ -128,7 +129,7 @@ fn a_near_miss_table_name_is_new_and_names_the_close_existing_table() {
 }
 
 #[test]
-fn an_unknown_domain_is_an_error_listing_the_domains_and_a_table_needs_its_domain() {
+fn an_unknown_domain_is_an_error_listing_the_domains() {
     let ctx = common::hashed().context();
     let e = call_err(
         &ctx,
@@ -140,13 +141,58 @@ fn an_unknown_domain_is_an_error_listing_the_domains_and_a_table_needs_its_domai
     let json = e.to_json();
     assert_eq!(json["domain"], "glass");
     assert_eq!(json["domains"], json!(common::ALL_DOMAINS));
+}
+
+/// A table named without its domain: placed in the one readable domain that has it (and the
+/// answer equals the call that names the domain, but for the note that says where it came
+/// from); in none, precedents only with a note; in several, an error listing them — unless the
+/// caller may read only one of them.
+#[test]
+fn a_table_without_its_domain_is_placed_in_the_one_domain_that_has_it_and_only_then() {
+    let ctx = common::hashed().context();
+    let placed = suggest(json!({"description": "IBAN of the payee", "table": "claim_payment"}));
+    let named = suggest(
+        json!({"description": "IBAN of the payee", "domain": "claims",
+                               "table": "claim_payment"}),
+    );
+    assert_eq!(placed["target"], "claims.claim_payment");
+    assert_eq!(placed["target_exists"], true);
+    assert_eq!(
+        placed["target_note"],
+        "domain claims taken from the table's name: the one domain you may read that has a \
+         table claim_payment"
+    );
+    assert_eq!(named["target_note"], Value::Null);
+    assert_eq!(placed["keys"], named["keys"]);
+    assert_eq!(placed["proposal"], named["proposal"]);
+
+    let unplaced = suggest(json!({"description": "IBAN of the payee", "table": "glass_damage"}));
+    let precedents_only = suggest(json!({"description": "IBAN of the payee"}));
+    assert_eq!(unplaced["target"], Value::Null);
+    assert_eq!(unplaced["target_exists"], Value::Null);
+    assert_eq!(
+        unplaced["target_note"],
+        "no domain you may read has a table glass_damage: proposed from precedents only (no \
+         siblings, nothing inherited); for a new table, call again with the domain it goes into \
+         (list_domains names them)"
+    );
+    assert_eq!(unplaced["proposal"], precedents_only["proposal"]);
 
     let e = call_err(
         &ctx,
         &Caller::local(),
         "suggest_tags",
-        json!({"description": "glass damage amount", "table": "glass_damage"}),
+        json!({"description": "lead source", "table": "lead"}),
     );
     assert_eq!(e.kind, "InvalidArguments");
-    assert_eq!(e.to_json()["argument"], "domain");
+    let json = e.to_json();
+    assert_eq!(json["argument"], "domain");
+    assert_eq!(json["domains"], json!(["customer", "marketing"]));
+    let one = call_ok(
+        &ctx,
+        &common::caller_reading("marketer", &["marketing"]),
+        "suggest_tags",
+        json!({"description": "lead source", "table": "lead"}),
+    );
+    assert_eq!(one["target"], "marketing.lead");
 }

@@ -511,13 +511,12 @@ fn the_bounds_the_descriptions_state_are_in_the_schemas() {
             "{list}"
         );
     }
+    // A table alone is accepted (the server places it in the one domain that has it).
     let suggest = &tools::spec("suggest_tags").unwrap().input_schema;
-    assert_eq!(suggest["dependentRequired"], json!({"table": ["domain"]}));
+    assert_eq!(suggest.get("dependentRequired"), None);
     let validator = tools::strict_validator(suggest).unwrap();
-    assert!(!validator.is_valid(&json!({"description": "x", "table": "customer"})));
-    assert!(
-        validator.is_valid(&json!({"description": "x", "domain": "policy", "table": "customer"}))
-    );
+    assert!(validator.is_valid(&json!({"description": "x", "table": "customer"})));
+    assert!(!validator.is_valid(&json!({"description": "", "table": "customer"})));
 }
 
 /// What a strict model sends (every property, the optional ones as null) answers like the
@@ -711,7 +710,8 @@ fn no_published_description_points_at_what_a_host_cannot_see() {
 /// in full before the first call. The descriptions plus the input schemas as MCP lists them
 /// (compact JSON) stay within what they were on a48f8ba, 13,862 bytes
 /// (`docs/perf/answer-size.md`); since each nullable argument's description is written once
-/// (12,294 B, was 13,831), within 12,600.
+/// (12,294 B, was 13,831), within 13,000 (12,826 B on the fifth hosts' answers: the identifier
+/// rule, the acronym list, where-is questions, a table placed without its domain).
 #[test]
 fn tool_texts_fit_the_hosts_that_cut_them_and_the_list_stays_within_its_old_size() {
     let mut bytes = 0;
@@ -722,7 +722,7 @@ fn tool_texts_fit_the_hosts_that_cut_them_and_the_list_stays_within_its_old_size
         let schema = serde_json::to_string(t.input_schema.as_ref()).unwrap();
         bytes += description.len() + schema.len();
     }
-    assert!(bytes <= 12_600, "descriptions + input schemas: {bytes} B");
+    assert!(bytes <= 13_000, "descriptions + input schemas: {bytes} B");
 }
 
 /// The server instructions list the served ontology's keys with their values, and

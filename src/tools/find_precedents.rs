@@ -18,17 +18,17 @@ use crate::precedent::EntryEvidence;
 use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 
 pub const DESCRIPTION: &str = "Finds catalog columns that hold a kind of data, and the \
-ontology values that fit it. Call it first when someone asks where such data is or how it is \
-classified, and before proposing tags for a new column. One call per kind of data (columns of \
-the same kind share one). Pass description \
+ontology values that fit it. Call it when someone asks where such data is or how it is \
+classified (that alone needs no suggest_tags); to tag a new column, call it and suggest_tags in \
+the same turn. One call per kind of data (columns that would carry the same tags share one). \
+Pass description \
 (what the column holds) and 3-5 alternatives (likely column names, the standard term). Returns \
 entries, best first: columns (id column:<domain>.<table>.<column>, lf_tags from the snapshot) \
 and ontology values (id ontology:<key>=<value>), each with precedent_confidence (0-1: how likely \
 it holds the same kind of data). If no column among the first 10 reaches 0.5, tell the user the catalog \
 has no such column and these are only the nearest; do not copy their tags. Nothing found: \
 match_type none, a hint and suggestions (not yet searched): retry with them as alternatives. \
-Next: suggest_tags with the same description and alternatives; get_dataset before relying on \
-a column's tags.";
+Next: get_dataset before relying on a column's tags.";
 
 /// The JSON Schema description of `description` (find_precedents; suggest_tags says the same
 /// through its own text): the words a host needs while writing it.
@@ -37,7 +37,8 @@ pub const QUERY_DESCRIPTION: &str = "What the column holds, in the user's words,
 not, without, kein and a leading - exclude nothing (\"IBAN, not stored in clear\" finds clear \
 IBANs; write \"hashed IBAN\"). Only word* (prefix) and \"quoted words\" (phrase) are operators. \
 Key columns (name ending in id, key, no, nr) rank lower unless identifier applies. Acronyms \
-that are English stop words (IT, AS, OR, IS) match by meaning only: spell them out.";
+that are English stop words (IT, AS, OR, IS, AT, IN, ON, NO, AM, DO) match by meaning only: \
+spell them out.";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str =
@@ -87,10 +88,11 @@ the target's domain.", length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
 }
 
 /// What the schema says of `identifier`.
-pub const IDENTIFIER_DESCRIPTION: &str = "true: an identifier is asked for (a key, who did \
-it, or an ID number as the value: passport_no, routing number), in every phrasing: key columns \
-are not ranked down; false: they are. Omitted: decided per phrasing, true if a word is id, no, \
-nr, number, key, nummer, kennung, who or wer, except counts (number of, Anzahl).";
+pub const IDENTIFIER_DESCRIPTION: &str = "true when the column you look for is likely named \
+like a key (ending in id, key, no, nr: a key, who did it, an ID number such as passport_no, a \
+code's concept_id): such names are not ranked down, in every phrasing; false: they are. \
+Omitted: decided per phrasing, true if a word is id, no, nr, number, key, nummer, kennung, who \
+or wer, except counts (number of, Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entry {
@@ -345,6 +347,11 @@ fn page_evidence(
         .enumerate()
         .map(|(i, h)| {
             let row = snapshot.dense.row(h.ord)?;
+            let name = snapshot
+                .doc(h.ord)
+                .column
+                .as_deref()
+                .map(crate::text::identifier_words);
             let sims: Vec<f64> = vectors
                 .iter()
                 .map(|v| f64::from(crate::index::dense::dot(v, &row)))
@@ -357,10 +364,11 @@ fn page_evidence(
                     && h.matched_by.first().is_some_and(|m| m.phrasing == 0),
                 rank: offset + i + 1,
                 type_share: type_share(column_type(snapshot.doc(h.ord))),
-                name_match: snapshot.doc(h.ord).column.as_deref().is_some_and(|c| {
-                    let name = crate::text::identifier_words(c);
-                    phrasing_words.contains(&name)
-                }),
+                name_match: name.as_ref().is_some_and(|n| phrasing_words.contains(n)),
+                head_match: name
+                    .as_ref()
+                    .and_then(|n| n.last())
+                    .is_some_and(|head| phrasing_words.iter().any(|p| p.contains(head))),
             })
         })
         .collect()

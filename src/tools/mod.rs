@@ -653,16 +653,31 @@ fn render_instructions(ontology: &Ontology) -> String {
             format!("{} ({})", k.key.0, values.join(", "))
         })
         .collect();
+    let ordered: Vec<&str> = ontology
+        .keys
+        .iter()
+        .filter(|k| k.ordered)
+        .map(|k| k.key.0.as_str())
+        .collect();
+    let order = match ordered.as_slice() {
+        [] => String::new(),
+        keys => format!(
+            " The values of {} are listed from least to most strict (a conflict leans to the \
+             stricter).",
+            keys.join(" and ")
+        ),
+    };
     format!(
         "govcat answers questions about the datasets of a governed catalog (owners, schemas, \
          column classifications, LF-tag grants) from the catalog itself, never from memory and \
          never from the rows. To tag a new column: find_precedents and suggest_tags with the same \
          description, alternatives and identifier, in the same turn (suggest_tags runs that search \
          itself, over columns only; find_precedents also shows ontology values), the user decides, \
-         then resolve_lf_tag; read a dataset live with get_dataset before acting on its tags. One \
-         search per kind of data (columns of the same kind share one). identifier applies \
-         to every phrasing. alternatives: 3-5 is typical, at most 8. A domain the catalog lacks is \
-         an error listing the domains you may read (list_domains names them too). Tag values come from a closed ontology: {}. \
+         then resolve_lf_tag; read a dataset live with get_dataset before acting on its tags. A question \
+         of where such data is or how it is classified needs find_precedents alone. One search \
+         per kind of data (columns that would carry the same tags share one). identifier, when \
+         given, applies to every phrasing. alternatives: 3-5 is typical, at most 8. A domain the catalog lacks is \
+         an error listing the domains you may read (list_domains names them too). Tag values come from a closed ontology: {}.{} \
          Read it from the resource govcat://ontology/lf-tags or, without resource support, with \
          list_domains include_ontology true. When no value of a key fits the data, say so and \
          let the user decide; never invent one. An optional argument sent as null is the same \
@@ -671,12 +686,13 @@ fn render_instructions(ontology: &Ontology) -> String {
          identifiers split at _ and camelCase; German words and common column abbreviations \
          (cust, addr, dob, txn, nr) are expanded for you, as request.glossary_terms shows \
          (list_domains include_glossary true lists them all); \
-         acronyms that are English stop words (IT, AS, OR, IS) match by meaning only, so spell \
-         them out. ttlMs and cacheScope on a list or an answer: how many milliseconds it may be \
+         acronyms that are English stop words (IT, AS, OR, IS, AT, IN, ON, NO, AM, DO) match by \
+         meaning only, so spell them out. ttlMs and cacheScope on a list or an answer: how many milliseconds it may be \
          reused, and whether it may be shared between users (public) or not (private). \
          x-mcp-header on domain: the client also sends it as an HTTP header for routing, which is \
          why domain there is a plain string: omit it rather than send null.",
-        vocabulary.join("; ")
+        vocabulary.join("; "),
+        order
     )
 }
 
