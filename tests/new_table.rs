@@ -129,18 +129,27 @@ fn a_near_miss_table_name_is_new_and_names_the_close_existing_table() {
 }
 
 #[test]
-fn an_unknown_domain_is_an_error_listing_the_domains() {
-    let ctx = common::hashed().context();
-    let e = call_err(
-        &ctx,
-        &Caller::local(),
-        "suggest_tags",
-        json!({"description": "glass damage amount", "domain": "glass", "table": "x"}),
+fn a_domain_the_catalog_lacks_answers_from_precedents_and_names_the_close_domains() {
+    let unknown = suggest(
+        json!({"description": "glass damage amount", "domain": "claim",
+                                 "table": "x"}),
     );
-    assert_eq!(e.kind, "DomainNotFound");
-    let json = e.to_json();
-    assert_eq!(json["domain"], "glass");
-    assert_eq!(json["domains"], json!(common::ALL_DOMAINS));
+    let precedents_only = suggest(json!({"description": "glass damage amount"}));
+    assert_eq!(unknown["target"], Value::Null);
+    assert_eq!(unknown["target_exists"], Value::Null);
+    assert_eq!(
+        unknown["target_note"],
+        "domain claim is not in this catalog: proposed from precedents only (no siblings, \
+         nothing inherited); to place the column, call again with an existing domain (did you \
+         mean claims?)"
+    );
+    assert_eq!(unknown["proposal"], precedents_only["proposal"]);
+    assert_eq!(precedents_only.get("target_note"), None);
+    let far = suggest(json!({"description": "glass damage amount", "domain": "glass"}));
+    assert!(far["target_note"]
+        .as_str()
+        .unwrap_or_default()
+        .ends_with("(list_domains names the domains you may read)"));
 }
 
 /// A table named without its domain: placed in the one readable domain that has it (and the

@@ -18,8 +18,8 @@ use crate::precedent::EntryEvidence;
 use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 
 pub const DESCRIPTION: &str = "Finds catalog columns that hold a kind of data, and the \
-ontology values that fit it. Call it when someone asks where such data is or how it is \
-classified (that alone needs no suggest_tags); to tag a new column, call it and suggest_tags in \
+ontology values that fit it. Call it when someone asks where such data is or how existing \
+columns are classified (that alone needs no suggest_tags); to tag a new column, call it and suggest_tags in \
 the same turn. One call per kind of data (columns that would carry the same tags share one). \
 Pass description \
 (what the column holds) and 3-5 alternatives (likely column names, the standard term). Returns \

@@ -674,10 +674,11 @@ fn render_instructions(ontology: &Ontology) -> String {
          description, alternatives and identifier, in the same turn (suggest_tags runs that search \
          itself, over columns only; find_precedents also shows ontology values), the user decides, \
          then resolve_lf_tag; read a dataset live with get_dataset before acting on its tags. A question \
-         of where such data is or how it is classified needs find_precedents alone. One search \
+         of where such data is or how existing columns are classified needs find_precedents alone. One search \
          per kind of data (columns that would carry the same tags share one). identifier, when \
          given, applies to every phrasing. alternatives: 3-5 is typical, at most 8. A domain the catalog lacks is \
-         an error listing the domains you may read (list_domains names them too). Tag values come from a closed ontology: {}.{} \
+         an error listing the domains you may read (list_domains names them too); suggest_tags \
+         instead answers from precedents only and says so in target_note. Tag values come from a closed ontology: {}.{} \
          Read it from the resource govcat://ontology/lf-tags or, without resource support, with \
          list_domains include_ontology true. When no value of a key fits the data, say so and \
          let the user decide; never invent one. An optional argument sent as null is the same \

@@ -84,8 +84,8 @@ pub const QUERY_DESCRIPTION: &str =
 /// it says how to leave it out.
 pub const DOMAIN_DESCRIPTION: &str = "Domain of the table the column goes into (list_domains \
 names them). Alone: a new, unnamed table of the domain, its database's tags inherited. Omit \
-both to use precedents only (no siblings, nothing inherited). A domain the catalog lacks is \
-an error listing the domains.";
+both to use precedents only (no siblings, nothing inherited). A domain the catalog lacks: \
+precedents only, and target_note names close domains.";
 /// What the schema says of `table`.
 pub const TABLE_DESCRIPTION: &str = "Table the column goes into. An existing table adds its \
 columns' tags (siblings) and its inherited tags; a name the domain lacks is a new table \
@@ -640,8 +640,8 @@ fn similar_tables(wanted: &str, tables: &[String]) -> Vec<String> {
 }
 
 /// Resolves `domain` and `table`: an existing table is read live; a table the domain does
-/// not have (or no table) is a new table of it; an unknown domain is an error listing the
-/// domains the caller may read. A table without its domain is placed in the one readable domain
+/// not have (or no table) is a new table of it; a domain the catalog lacks leaves precedents
+/// only, with a note naming close domains. A table without its domain is placed in the one readable domain
 /// the snapshot has it in (the second value says so); in none, the answer uses precedents only
 /// and says so; in several, an error lists them.
 fn resolve_target(
@@ -698,16 +698,20 @@ fn resolve_target(
         .filter(|d| caller.may_read(&Domain(d.clone())))
         .collect();
     if !domains.contains(&domain.0) {
-        return Err(ToolError::new(
-            "DomainNotFound",
-            format!(
-                "domain '{domain}' is not in this catalog; the domains you may read: {}; pass one \
-                 of them as domain (a new table needs an existing domain)",
-                domains.join(", ")
-            ),
-        )
-        .with("domain", &domain.0)
-        .with("domains", &domains));
+        // The precedents do not depend on the target: answer from them rather than lose them,
+        // and say what the domain would have added.
+        let close = similar_tables(&domain.0, &domains);
+        let next = if close.is_empty() {
+            "list_domains names the domains you may read".to_string()
+        } else {
+            format!("did you mean {}?", close.join(" or "))
+        };
+        let note = format!(
+            "domain {domain} is not in this catalog: proposed from precedents only (no siblings, \
+             nothing inherited); to place the column, call again with an existing domain \
+             ({next})"
+        );
+        return Ok((Target::None, Some(note)));
     }
     let similar = match table {
         None => Vec::new(),
