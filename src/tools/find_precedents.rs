@@ -20,12 +20,12 @@ use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 pub const DESCRIPTION: &str = "Finds catalog columns that hold a kind of data, and the \
 ontology values that fit it. Call it when someone asks where such data is or how existing \
 columns are classified (that alone needs no suggest_tags); to tag a new column, call it and suggest_tags in \
-the same turn. One call per kind of data (columns that would carry the same tags share one). \
+the same turn. One call per kind of data (lat and long, or start and end time, share one). \
 Pass description \
 (what the column holds) and 3-5 alternatives (likely column names, the standard term). Returns \
 entries, best first: columns (id column:<domain>.<table>.<column>, lf_tags from the snapshot) \
 and ontology values (id ontology:<key>=<value>), each with precedent_confidence (0-1: how likely \
-it holds the same kind of data). If no column among the first 10 reaches 0.5, tell the user the catalog \
+it holds the same kind of data). If no column among the first 10 entries reaches 0.5, tell the user the catalog \
 has no such column and these are only the nearest; do not copy their tags. Nothing found: \
 match_type none, a hint and suggestions (not yet searched): retry with them as alternatives. \
 Next: get_dataset before relying on a column's tags.";
@@ -47,7 +47,7 @@ description: likely column names in snake_case (payee_iban; payee iban searches 
 send one), the standard term, English words. Specific beats broad (bank info pulls unrelated \
 columns in). German words and abbreviations (cust, dob, nr; list_domains include_glossary lists \
 them) are expanded for you. Each 1-200 characters; the same text as another or as the \
-description (case ignored) is refused; [] means none.";
+description (case ignored) refuses the call; [] means none.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
