@@ -49,7 +49,8 @@
 //!   caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
 //!   and one dispatcher (`tools::call`) shared by every transport; `tools/suggest_tags/vote.rs`
-//!   is how precedents vote on a key (weights, the strict lean of ordered keys, conflicts).
+//!   is how precedents vote on a key (weights, the strict lean of ordered keys, conflicts),
+//!   `tools/suggest_tags/target.rs` where the new column goes (domain and table resolved).
 //! - [`prompts`]: the prompts a host offers as slash commands (`tag-new-column`,
 //!   `review-grant`) — arguments and message text that drive the tools in order; read nothing.
 //! - [`auth`]: bearer tokens (JWT, RS256/ES256, JWKS by `kid`) → a `Principal` and its
