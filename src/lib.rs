@@ -48,7 +48,9 @@
 //!   `Params` (every tunable weight, `govcat eval --param`), cursors, suggestions from the
 //!   caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
-//!   and one dispatcher (`tools::call`) shared by every transport; `tools/suggest_tags/vote.rs`
+//!   and one dispatcher (`tools::call`) shared by every transport; `tools/spec.rs` is the tool
+//!   list published from those definitions (portable schemas, the server instructions in the
+//!   served ontology's words, the output check); `tools/suggest_tags/vote.rs`
 //!   is how precedents vote on a key (weights, the strict lean of ordered keys, conflicts),
 //!   `tools/suggest_tags/target.rs` where the new column goes (domain and table resolved).
 //! - [`prompts`]: the prompts a host offers as slash commands (`tag-new-column`,

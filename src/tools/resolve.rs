@@ -137,7 +137,7 @@ mod tests {
     #[test]
     fn the_tag_schema_is_the_loaded_ontologys_keys_with_their_values() {
         let ontology = Ontology::parse(SAAS, std::path::Path::new("saas.json")).unwrap();
-        let schema = input_schema(&ontology, super::super::input_schema::<Input>());
+        let schema = input_schema(&ontology, super::super::spec::input_schema::<Input>());
         let tags = &schema["properties"]["tags"];
         assert_eq!(tags["type"], "object");
         assert_eq!(
