@@ -11,7 +11,7 @@ use govcat::eval::calls;
 use serde_json::json;
 
 const CALLS: &str = r#"{"id": "t1", "calls": [{"tool": "find_precedents", "arguments": {"description": "IBAN of the customer", "alternatives": ["iban"]}}, {"tool": "suggest_tags", "arguments": {"description": "IBAN of the customer", "alternatives": ["iban"], "domain": "policy", "table": "customer_bank_2027"}}]}
-{"id": "t2", "calls": [{"tool": "find_precedents", "arguments": {"description": "soil moisture of a smart-home sensor"}}, {"tool": "suggest_tags", "arguments": {"description": "soil moisture of a smart-home sensor", "table": "sensor_readings"}}]}
+{"id": "t2", "calls": [{"tool": "find_precedents", "arguments": {"description": "soil moisture of a smart-home sensor"}}, {"tool": "suggest_tags", "arguments": {"description": "soil moisture of a smart-home sensor", "table": "lead"}}]}
 {"id": "t3", "calls": [{"tool": "suggest_tags", "arguments": {"description": "policyholder's date of birth", "domain": "policy"}}, {"tool": "get_dataset", "arguments": {"domain": "policy", "table": "customer_bank_2027"}}]}
 "#;
 
@@ -36,8 +36,8 @@ fn replay(calls: &str, labels: &str) -> Result<calls::CallsReport, govcat::tools
 fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
     let r = replay(CALLS, LABELS).expect("replay");
     assert_eq!((r.requests, r.negative_requests, r.calls), (3, 1, 6));
-    // t2's suggest_tags names a table without its domain; t3's get_dataset a table that is not
-    // there. New tables in suggest_tags (t1, t3) are answered, never an error.
+    // t2's suggest_tags names without its domain a table two domains have (customer.lead and
+    // marketing.lead); t3's get_dataset a table that is not there. New tables in suggest_tags (t1, t3) are answered, never an error.
     assert_eq!(
         serde_json::to_value(&r.errors).expect("json"),
         json!({"get_dataset: DatasetNotFound": 1, "suggest_tags: InvalidArguments": 1})
