@@ -20,7 +20,7 @@ use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 pub const DESCRIPTION: &str = "Finds catalog columns that hold a kind of data, and the \
 ontology values that fit it. Call it when someone asks where such data is or how existing \
 columns are classified (that alone needs no suggest_tags); to tag a new column, call it and suggest_tags in \
-the same turn. One call per kind of data (lat and long, or start and end time, share one). \
+the same turn. One call per column (lat and long: two calls). \
 Pass description \
 (what the column holds) and 3-5 alternatives (likely column names, the standard term). Returns \
 entries, best first: columns (id column:<domain>.<table>.<column>, lf_tags from the snapshot) \
@@ -132,7 +132,7 @@ pub struct Entry {
     /// entries, not precedents.
     #[schemars(
         description = "How often an entry with this evidence was a direct precedent (the \
-same kind of data) on labelled catalogs, 0-1. When no column among the first 10 reaches 0.5, \
+same kind of data) on labelled catalogs, 0-1. When no column among the first 10 entries reaches 0.5, \
 the catalog holds no column of this kind: these are the nearest entries, not precedents."
     )]
     pub precedent_confidence: f64,

@@ -291,7 +291,7 @@ fn render_instructions(ontology: &Ontology) -> String {
          itself, over columns only; find_precedents also shows ontology values), the user decides, \
          then resolve_lf_tag; read a dataset live with get_dataset before acting on its tags. A question \
          of where such data is or how existing columns are classified needs find_precedents alone. One search \
-         per kind of data (lat and long, or start and end time, share one). identifier, when \
+         per column (lat and long: two searches, each with its own suggest_tags). identifier, when \
          given, applies to every phrasing. alternatives: 3-5 is typical, at most 8. A domain the catalog lacks is \
          an error listing the domains you may read (list_domains names them too); suggest_tags \
          instead answers from precedents only and says so in target_note. Tag values come from a closed ontology: {}.{} \

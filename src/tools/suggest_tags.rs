@@ -23,7 +23,7 @@ mod vote;
 
 pub const DESCRIPTION: &str = "Proposes a tag value per key for one column from how \
 comparable columns (precedents) are tagged. Call it when a column is added or someone asks \
-for its tags; one call per kind of data. Pass the description, \
+for its tags; one call per column. Pass the description, \
 alternatives and identifier you pass to find_precedents (it runs that search, kinds [column]; \
 send both at once) and, if known, the domain and table it goes into. \
 precedent_entries shows the first 10 it finds (its precedents); all vote, each by its score squared; if none \
