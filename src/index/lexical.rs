@@ -382,6 +382,15 @@ thread_local! {
     static GERMAN: std::cell::RefCell<TextAnalyzer> = std::cell::RefCell::new(german_analyzer());
 }
 
+/// The English stop words the main field drops (tantivy's `StopWordFilter` for English, the
+/// Lucene list), as the server instructions name them to hosts: an acronym spelled like one
+/// (IT, OR) is found by meaning only. A test holds the analyzer to this list.
+pub const ENGLISH_STOP_WORDS: [&str; 33] = [
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+    "they", "this", "to", "was", "will", "with",
+];
+
 /// The English-stemmed tokens of `text`, as the main field holds them (stop words dropped).
 pub fn stemmed(text: &str) -> Vec<String> {
     analyse_with(&ENGLISH, text)
@@ -768,6 +777,19 @@ impl Prepared {
 
 #[cfg(test)]
 mod tests {
+
+    /// The list the instructions give hosts is the one the analyzer drops, and a word outside
+    /// it (an acronym such as HR or US) is kept.
+    #[test]
+    fn the_stop_words_named_to_hosts_are_the_ones_the_main_field_drops() {
+        for word in ENGLISH_STOP_WORDS {
+            assert_eq!(stemmed(word), Vec::<String>::new(), "{word}");
+        }
+        for word in ["us", "hr", "am", "do", "his"] {
+            assert_eq!(stemmed(word).len(), 1, "{word}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -37,8 +37,8 @@ pub const QUERY_DESCRIPTION: &str = "What the column holds, in the user's words,
 not, without, kein and a leading - exclude nothing (\"IBAN, not stored in clear\" finds clear \
 IBANs; write \"hashed IBAN\"). Only word* (prefix) and \"quoted words\" (phrase) are operators. \
 Key columns (name ending in id, key, no, nr) rank lower unless identifier applies. Acronyms \
-that are English stop words (IT, AS, OR, IS, AT, IN, ON, NO, AM, DO) match by meaning only: \
-spell them out.";
+that are English stop words (IT, IS, AS, AT, BE, BY, IF, IN, NO, OF, ON, OR, TO; the \
+instructions list all) match by meaning only: spell them out.";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str =

@@ -303,13 +303,13 @@ fn render_instructions(ontology: &Ontology) -> String {
          identifiers split at _ and camelCase; German words and common column abbreviations \
          (cust, addr, dob, txn, nr) are expanded for you, as request.glossary_terms shows \
          (list_domains include_glossary true lists them all); \
-         acronyms that are English stop words (IT, AS, OR, IS, AT, IN, ON, NO, AM, DO) match by \
-         meaning only, so spell them out. ttlMs and cacheScope on a list or an answer: how many milliseconds it may be \
+         acronyms that are English stop words ({}) match by meaning only, so spell them out. ttlMs and cacheScope on a list or an answer: how many milliseconds it may be \
          reused, and whether it may be shared between users (public) or not (private). \
          x-mcp-header on domain: the client also sends it as an HTTP header for routing, which is \
          why domain there is a plain string: omit it rather than send null.",
         vocabulary.join("; "),
-        order
+        order,
+        crate::index::lexical::ENGLISH_STOP_WORDS.join(", ")
     )
 }
 
