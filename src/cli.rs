@@ -95,8 +95,8 @@ pub enum Command {
         #[arg(long)]
         domain: Option<String>,
         /// The table the new column goes into (without --domain: the one domain that has it),
-        /// existing (its columns' tags
-        /// count as siblings) or new (treated as a new table of the domain).
+        /// existing (its columns' tags count as siblings) or new (treated as a new table of the
+        /// domain).
         #[arg(long)]
         table: Option<String>,
     },

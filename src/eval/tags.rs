@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::Progress;
 use crate::calibration::{self, Map, Observation, Reliability};
 use crate::index::documents::{Document, Kind};
-use crate::text::words;
+use crate::text::{identifier_words, words};
 pub use crate::tools::calibrate::{description_of, value_of};
 use crate::tools::{calibrate, Context, ToolError};
 
@@ -319,7 +319,7 @@ fn share(n: usize, of: usize) -> f64 {
 
 /// The words of a column name: `customerBirthDate` → {birth, customer, date}.
 fn name_words(doc: &Document) -> BTreeSet<String> {
-    crate::text::identifier_words(doc.column.as_deref().unwrap_or_default())
+    identifier_words(doc.column.as_deref().unwrap_or_default())
         .into_iter()
         .collect()
 }

@@ -2,6 +2,8 @@
 //! existing table read live, a new table of an existing domain, a table placed in the one
 //! domain that has it, or none), and how the answer words it.
 
+use std::collections::BTreeSet;
+
 use super::super::{Caller, Context, ToolError};
 use crate::catalog::{CatalogError, Dataset, Domain, FieldState, TableName, Tags};
 use crate::index::documents::Kind;
@@ -92,11 +94,12 @@ impl Target {
     }
 }
 
-/// Existing table names close to `wanted` (normalised Damerau–Levenshtein ≥ 0.75, or one name
-/// containing the other), closest first, at most 3.
-fn similar_tables(wanted: &str, tables: &[String]) -> Vec<String> {
+/// The names among `names` (a domain's tables, or the readable domains) close to `wanted`
+/// (normalised Damerau–Levenshtein ≥ 0.75, or one name containing the other), closest first, at
+/// most 3.
+fn close_names(wanted: &str, names: &[String]) -> Vec<String> {
     let wanted = wanted.to_lowercase();
-    let mut close: Vec<(f64, &String)> = tables
+    let mut close: Vec<(f64, &String)> = names
         .iter()
         .filter_map(|t| {
             let lower = t.to_lowercase();
@@ -172,7 +175,7 @@ pub(super) fn resolve_target(
     if !domains.contains(&domain.0) {
         // The precedents do not depend on the target: answer from them rather than lose them,
         // and say what the domain would have added.
-        let close = similar_tables(&domain.0, &domains);
+        let close = close_names(&domain.0, &domains);
         let next = if close.is_empty() {
             "list_domains names the domains you may read".to_string()
         } else {
@@ -189,7 +192,7 @@ pub(super) fn resolve_target(
         None => Vec::new(),
         Some(t) => match ctx.source.get_dataset(caller, domain, t) {
             Ok(ds) => return Ok((Target::Existing(ds), placed)),
-            Err(CatalogError::DatasetNotFound { tables, .. }) => similar_tables(&t.0, &tables),
+            Err(CatalogError::DatasetNotFound { tables, .. }) => close_names(&t.0, &tables),
             Err(e) => return Err(e.into()),
         },
     };
@@ -210,14 +213,16 @@ fn domains_with_table(
     caller: &Caller,
     table: &str,
 ) -> Vec<String> {
-    let mut found: Vec<String> = snapshot
+    let holding: BTreeSet<&str> = snapshot
         .docs
         .iter()
         .filter(|d| d.kind == Kind::Column && d.table.as_deref() == Some(table))
-        .filter_map(|d| d.domain.clone())
-        .filter(|d| caller.may_read(&Domain(d.clone())))
+        .filter_map(|d| d.domain.as_deref())
         .collect();
-    found.sort();
-    found.dedup();
-    found
+    holding
+        .into_iter()
+        .map(|d| Domain(d.to_string()))
+        .filter(|d| caller.may_read(d))
+        .map(|d| d.0)
+        .collect()
 }
