@@ -1906,6 +1906,7 @@ fn confidence_difference(a: &govcat::calibration::Map, b: &govcat::calibration::
                     similarity,
                     score: 0.0,
                     counted: 5,
+                    precedent_confidence: 0.5,
                 };
                 diffs.push((a.confidence(key, &e) - b.confidence(key, &e)).abs());
             }

@@ -6,9 +6,10 @@
 //! map is stored in the snapshot (`calibration.json`, covered by the manifest) and read by
 //! `suggest_tags`, which reports it as `proposal.confidence`.
 //!
-//! The map is a logistic regression on two evidence features (the proposed value's vote share
-//! as log-odds, the best precedent's similarity) with both weights held at or above zero (more
-//! agreement and a closer match never lower the confidence): three named numbers per key. Below a support floor of
+//! The map is a logistic regression on three evidence features (the proposed value's vote share
+//! as log-odds, the best precedent's similarity, the best precedent_confidence as log-odds) with
+//! every weight held at or above zero (more agreement, a closer match and a likelier direct
+//! precedent never lower the confidence): four named numbers per key. Below a support floor of
 //! similarity (nothing that far from its precedents was ever checked) confidence is 0. This module also holds the measures
 //! `govcat eval tags` reports it with (reliability bins, ECE, coverage at a precision) and the
 //! deterministic rules that choose which columns are checked (a per-domain sample above
@@ -54,8 +55,14 @@ pub const PRECISIONS: [f64; 3] = [0.90, 0.95, 0.99];
 /// 2026-12-02 among five candidate features (the runner-up's share, the best score and the
 /// count of precedents as well) by held-out ECE on both tag sets (demo, fides-saas): the three
 /// others added parameters and no calibration (demo per key 0.036–0.085 with all five, 0.025–0.078
-/// with these two; fides 0.021/0.018 and 0.020/0.019).
-pub const FEATURES: [&str; 2] = ["logit(share)", "similarity"];
+/// with these two; fides 0.021/0.018 and 0.020/0.019). The third, the best precedent_confidence
+/// among those precedents (log-odds), was added 2026-12-05 (issue 43 part 5) for the calls hosts
+/// make, whose precedents are direct more often than a leave-one-out's: on the 24 blind-host call
+/// files of demo and fides-saas it lowered the ECE on 22 (demo mean 0.180 -> 0.143) and raised
+/// the share of judged keys at >= 0.9 on all 24 (demo 0.268 -> 0.341), precision at >= 0.9 still
+/// 1.000; the leave-one-out's held-out ECE rose 0.051 -> 0.061 (demo) and 0.044 -> 0.048
+/// (fides-saas). `docs/perf/conversation.md` has the runs.
+pub const FEATURES: [&str; 3] = ["logit(share)", "similarity", "logit(precedent_confidence)"];
 const NF: usize = FEATURES.len();
 /// The share enters the map as log-odds, clamped to [`SHARE_CLAMP`, 1 − `SHARE_CLAMP`] (a
 /// unanimous vote is log-odds 3.9, not infinity). On log-odds a unanimous vote can reach the
@@ -81,13 +88,21 @@ pub struct Evidence {
     pub similarity: f64,
     /// The best find_precedents score among those precedents.
     pub score: f64,
+    /// The best `precedent_confidence` among those precedents: how likely the closest of them
+    /// is the same kind of data.
+    #[serde(default)]
+    pub precedent_confidence: f64,
     /// Precedents counted for the key.
     pub counted: usize,
 }
 
 impl Evidence {
     fn features(&self) -> [f64; NF] {
-        [logit(self.share), self.similarity.clamp(0.0, 1.0)]
+        [
+            logit(self.share),
+            self.similarity.clamp(0.0, 1.0),
+            logit(self.precedent_confidence),
+        ]
     }
 }
 
@@ -558,6 +573,7 @@ mod tests {
             similarity,
             score: 0.5,
             counted: 10,
+            precedent_confidence: 0.5,
         }
     }
 
@@ -637,6 +653,53 @@ mod tests {
         assert_eq!(map.keys["k"].weights[1], 0.0);
         let c = map.confidence("k", &ev(1.0, 0.5));
         assert!((c - 0.65).abs() < 0.02, "{c}");
+    }
+
+    #[test]
+    fn a_likelier_direct_precedent_raises_the_confidence_only_where_it_is_more_often_right() {
+        // The same share and similarity; precedents the search calls direct (0.9) are right 19
+        // of 20 times, neighbours of another kind (0.2) 3 of 5.
+        let with = |pc: f64| Evidence {
+            precedent_confidence: pc,
+            ..ev(0.8, 0.6)
+        };
+        let mut obs = Vec::new();
+        for i in 0..400 {
+            obs.push(Observation {
+                key: "k".into(),
+                evidence: with(0.9),
+                correct: i % 20 != 0,
+            });
+            obs.push(Observation {
+                key: "k".into(),
+                evidence: with(0.2),
+                correct: i % 5 < 3,
+            });
+        }
+        let map = fit(&obs, 800, false, BTreeMap::new());
+        let (direct, neighbour) = (
+            map.confidence("k", &with(0.9)),
+            map.confidence("k", &with(0.2)),
+        );
+        assert!((direct - 0.95).abs() < 0.02, "direct {direct}");
+        assert!((neighbour - 0.6).abs() < 0.02, "neighbour {neighbour}");
+
+        // Its pair: where both are right 4 of 5 times, precedent_confidence moves nothing.
+        let same: Vec<Observation> = obs
+            .iter()
+            .enumerate()
+            .map(|(i, o)| Observation {
+                correct: i % 5 != 0,
+                ..o.clone()
+            })
+            .collect();
+        let map = fit(&same, 800, false, BTreeMap::new());
+        let (direct, neighbour) = (
+            map.confidence("k", &with(0.9)),
+            map.confidence("k", &with(0.2)),
+        );
+        assert!((direct - neighbour).abs() < 0.01, "{direct} vs {neighbour}");
+        assert!((direct - 0.8).abs() < 0.02, "{direct}");
     }
 
     #[test]

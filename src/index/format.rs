@@ -46,7 +46,9 @@ pub struct Counts {
 /// 8: the HNSW graph is govcat's compact `dense.graph` (`index::graph`), not hnsw_rs's dump;
 ///    documents.json and vectors.f32 are unchanged, so a build reuses a format-7 snapshot's
 ///    vectors (`PreviousEmbeddings`).
-pub const FORMAT_VERSION: u32 = 8;
+/// 9: calibration.json's map weighs a third feature, the best precedent_confidence
+///    (`calibration::FEATURES`); documents.json and vectors.f32 are unchanged.
+pub const FORMAT_VERSION: u32 = 9;
 /// Older formats whose `documents.json` and `vectors.f32` read as this one's.
 pub(super) const VECTORS_COMPATIBLE_SINCE: u32 = 7;
 

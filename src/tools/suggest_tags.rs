@@ -312,6 +312,7 @@ pub fn run_with_evidence(
                     weight: *weight,
                     similarity: found_by.description_similarity.max(0.0),
                     score: e.score,
+                    precedent_confidence: e.precedent_confidence,
                 };
                 precedents.add(ctx, key, vote);
             }
@@ -329,6 +330,7 @@ pub fn run_with_evidence(
                     weight: 1.0,
                     similarity: 0.0,
                     score: 0.0,
+                    precedent_confidence: 0.0,
                 };
                 t.add(ctx, key, vote);
             }
@@ -698,6 +700,7 @@ mod tests {
                     weight: score * score,
                     similarity: score,
                     score,
+                    precedent_confidence: score,
                 };
                 tally.add(&ctx, "sensitivity", vote);
             }

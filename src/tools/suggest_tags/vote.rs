@@ -64,8 +64,9 @@ pub(super) struct Tally {
     pub(super) values: BTreeMap<String, Vec<String>>,
     /// Vote weight per value (see [`crate::retrieval::Vote`]).
     pub(super) weights: BTreeMap<String, f64>,
-    /// Per value, the best similarity and the best score among the columns carrying it.
-    pub(super) best: BTreeMap<String, (f64, f64)>,
+    /// Per value, the best similarity, score and precedent_confidence among the columns
+    /// carrying it.
+    pub(super) best: BTreeMap<String, (f64, f64, f64)>,
     pub(super) excluded: Excluded,
     /// The precedents whose value of the key is withheld from the caller, with their weight.
     pub(super) withheld: Vec<(String, f64)>,
@@ -78,6 +79,7 @@ pub(super) struct Vote<'a> {
     pub(super) weight: f64,
     pub(super) similarity: f64,
     pub(super) score: f64,
+    pub(super) precedent_confidence: f64,
 }
 
 impl Tally {
@@ -90,9 +92,10 @@ impl Tally {
                         .or_default()
                         .push(vote.column.to_string());
                     *self.weights.entry(v.to_string()).or_default() += vote.weight;
-                    let best = self.best.entry(v.to_string()).or_insert((0.0, 0.0));
+                    let best = self.best.entry(v.to_string()).or_insert((0.0, 0.0, 0.0));
                     best.0 = best.0.max(vote.similarity);
                     best.1 = best.1.max(vote.score);
+                    best.2 = best.2.max(vote.precedent_confidence);
                 }
                 _ => self.excluded.outside_ontology += 1,
             },
@@ -144,13 +147,15 @@ impl Tally {
 
     /// The evidence of proposing `winner` over `runner_up` from these precedents.
     pub(super) fn evidence(&self, winner: &str, runner_up: Option<&str>) -> Evidence {
-        let (similarity, score) = self.best.get(winner).copied().unwrap_or((0.0, 0.0));
+        let (similarity, score, precedent_confidence) =
+            self.best.get(winner).copied().unwrap_or((0.0, 0.0, 0.0));
         Evidence {
             share: self.raw_share(winner),
             runner_up: runner_up.map_or(0.0, |r| self.raw_share(r)),
             similarity,
             score,
             counted: self.counted(),
+            precedent_confidence,
         }
     }
 }
@@ -292,6 +297,7 @@ mod tests {
                 weight: score * score,
                 similarity: score,
                 score,
+                precedent_confidence: score,
             };
             tally.add(&ctx, "sensitivity", vote);
         }
@@ -353,6 +359,7 @@ mod tests {
                     weight,
                     similarity: 0.5,
                     score: e.score,
+                    precedent_confidence: e.precedent_confidence,
                 };
                 tally.add(&ctx, "sensitivity", vote);
             }
