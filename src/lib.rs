@@ -45,8 +45,8 @@
 //!   caller's scope, reciprocal-rank fusion with the similarity floor, key columns weighted
 //!   down unless an identifier is asked for, total order — per phrasing, the description and
 //!   each of the caller's alternatives — then the phrasings' lists fused into one), its
-//!   `Params` (every tunable weight, `govcat eval --param`), cursors, suggestions from the
-//!   caller's words.
+//!   `Params` (every tunable weight, `govcat eval --param`; `retrieval/params.rs`), cursors
+//!   (`retrieval/cursor.rs`), suggestions from the caller's words.
 //! - [`tools`]: each tool defined once — schemas, handler, envelope (`ttlMs`, `cacheScope`) —
 //!   and one dispatcher (`tools::call`) shared by every transport; `tools/spec.rs` is the tool
 //!   list published from those definitions (portable schemas, the server instructions in the
