@@ -89,7 +89,11 @@ pub async fn serve(
                 None => std::future::pending().await,
             }
         };
+        // Biased: the shutdown future is polled before the first accept, so the SIGTERM handler
+        // is installed before any request is answered (a random first branch let a signal sent
+        // right after the first /healthz kill the process undrained, exit without a status).
         tokio::select! {
+            biased;
             () = &mut shutdown, if drain_until.is_none() => {
                 if let Some(f) = draining.take() { f(); }
                 tracing::info!(drain = ?limits.drain, "shutting down: /readyz answers 503 draining; still serving until the drain ends");
