@@ -298,15 +298,17 @@ fn render_instructions(ontology: &Ontology) -> String {
          Read it from the resource govcat://ontology/lf-tags or, without resource support, with \
          list_domains include_ontology true. When no value of a key fits the data, say so and \
          let the user decide; never invent one. An optional argument sent as null is the same \
-         as omitted. Search text: no word excludes (not, without, kein, a \
+         as omitted (except suggest_tags' domain: omit it). Search text: no word excludes (not, without, kein, a \
          leading -); word* is a prefix, \"quoted words\" a phrase; \
          identifiers split at _ and camelCase; German words and common column abbreviations \
          (cust, addr, dob, txn, nr) are expanded for you, as request.glossary_terms shows \
          (list_domains include_glossary true lists them all); \
-         acronyms that are English stop words ({}) match by meaning only, so spell them out. ttlMs and cacheScope on a list or an answer: how many milliseconds it may be \
+         acronyms that are English stop words ({}) match by meaning only, so spell them out; \
+         a stop word leaves the word match only: a name ending in _no is still a key column, and \
+         no still asks for an identifier. ttlMs and cacheScope on a list or an answer: how many milliseconds it may be \
          reused, and whether it may be shared between users (public) or not (private). \
          x-mcp-header on domain: the client also sends it as an HTTP header for routing, which is \
-         why domain there is a plain string: omit it rather than send null.",
+         why domain there is a plain string.",
         vocabulary.join("; "),
         order,
         crate::index::lexical::ENGLISH_STOP_WORDS.join(", ")
