@@ -59,7 +59,7 @@ pub const PRECISIONS: [f64; 3] = [0.90, 0.95, 0.99];
 /// among those precedents (log-odds), was added 2026-12-05 (issue 43 part 5) for the calls hosts
 /// make, whose precedents are direct more often than a leave-one-out's: on the 24 blind-host call
 /// files of demo and fides-saas it lowered the ECE on 22 (demo mean 0.180 -> 0.143) and raised
-/// the share of judged keys at >= 0.9 on all 24 (demo 0.268 -> 0.341), precision at >= 0.9 still
+/// the share of judged keys at >= 0.9 on all 24 (demo 0.268 -> 0.340), precision at >= 0.9 still
 /// 1.000; the leave-one-out's held-out ECE rose 0.051 -> 0.061 (demo) and 0.044 -> 0.048
 /// (fides-saas). `docs/perf/conversation.md` has the runs.
 pub const FEATURES: [&str; 3] = ["logit(share)", "similarity", "logit(precedent_confidence)"];
