@@ -18,36 +18,35 @@ use crate::precedent::EntryEvidence;
 use crate::retrieval::{self, Cursor, Hit, MatchType, Mode};
 
 pub const DESCRIPTION: &str = "Finds catalog columns that hold a kind of data, and the \
-ontology values that fit it. Call it when someone asks where such data is or how existing \
-columns are classified (that alone needs no suggest_tags); to tag a new column, call it and suggest_tags in \
-the same turn. One call per column (lat and long: two calls). \
-Pass description \
-(what the column holds) and 3-5 alternatives (likely column names, the standard term). Returns \
-entries, best first: columns (id column:<domain>.<table>.<column>, lf_tags from the snapshot) \
-and ontology values (id ontology:<key>=<value>), each with precedent_confidence (0-1: how likely \
-it holds the same kind of data). If no column among the first 10 entries reaches 0.5, tell the user the catalog \
-has no such column and these are only the nearest; do not copy their tags. Nothing found: \
-match_type none, a hint and suggestions (not yet searched): retry with them as alternatives. \
-Next: get_dataset before relying on a column's tags.";
+ontology values that fit it. Alone, it answers where such data is or how existing columns \
+are classified; when a column is being added (even if asked as how others are tagged), call \
+it and suggest_tags in the same turn. One call per column, also for two of one kind (lat and \
+long, old and new VIN: two calls). Pass description (what the column holds) and 3-5 \
+alternatives (likely column names, the standard term). Returns entries, best first: columns \
+(id column:<domain>.<table>.<column>, lf_tags from the snapshot) and ontology values (id \
+ontology:<key>=<value>), each with precedent_confidence (0-1: how likely it holds the same \
+kind of data). If no column entry of the first page (limit 10) reaches 0.5, tell the user \
+the catalog has no such column and these are only the nearest; do not copy their tags. \
+Nothing found: match_type none, a hint and suggestions (not yet searched): retry with them \
+as alternatives. Next: get_dataset before relying on a column's tags.";
 
 /// The JSON Schema description of `description` (find_precedents; suggest_tags says the same
 /// through its own text): the words a host needs while writing it.
 pub const QUERY_DESCRIPTION: &str = "What the column holds, in the user's words, any language \
-(1-1000 characters); for a non-English one, add English alternatives. State what is in it: \
-not, without, kein and a leading - exclude nothing (\"IBAN, not stored in clear\" finds clear \
-IBANs; write \"hashed IBAN\"). Only word* (prefix) and \"quoted words\" (phrase) are operators. \
-Key columns (name ending in id, key, no, nr) rank lower unless identifier applies. Acronyms \
-that are English stop words (IT, IS, AS, AT, BE, BY, IF, IN, NO, OF, ON, OR, TO; the \
-instructions list all) match by meaning only: spell them out.";
+(1-1000 characters); for a non-English one, also add English alternatives (an expansion only \
+adds words). State what is in it: not, without, kein and a leading - exclude nothing, and \
+nothing else does (\"IBAN, not stored in clear\" finds clear IBANs; write \"hashed IBAN\"). \
+Only word* (prefix) and \"quoted words\" (phrase) are operators. Acronyms that are English \
+stop words (IT, NO, OR; the instructions list every one) match by meaning only: spell them \
+out; other acronyms (HIS, LEI) match as words.";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str =
-    "Up to 8 other phrasings (3-5 is typical), each searched like the \
-description: likely column names in snake_case (payee_iban; payee iban searches the same words, \
-send one), the standard term, English words. Specific beats broad (bank info pulls unrelated \
-columns in). German words and abbreviations (cust, dob, nr; list_domains include_glossary lists \
-them) are expanded for you. Each 1-200 characters; the same text as another or as the \
-description (case ignored) refuses the call; [] means none.";
+    "Up to 8 other phrasings (3-5 is typical), each searched like the description: likely \
+column names in snake_case (payee_iban; payee iban is the same words: not refused, a wasted \
+slot), the standard term, English words. Specific beats broad (bank info pulls unrelated \
+columns in). Each 1-200 characters; the same text as another or as the description (case \
+ignored) refuses the call; [] means none.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -88,11 +87,12 @@ the target's domain.", length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
 }
 
 /// What the schema says of `identifier`.
-pub const IDENTIFIER_DESCRIPTION: &str = "true when the column you look for is likely named \
-like a key (ending in id, key, no, nr: a key, who did it, an ID number such as passport_no, a \
-code's concept_id): such names are not ranked down, in every phrasing; false: they are. \
-Omitted: decided per phrasing, true if a word is id, no, nr, number, key, nummer, kennung, who \
-or wer, except counts (number of, Anzahl).";
+pub const IDENTIFIER_DESCRIPTION: &str = "About the name, not the meaning: true when the \
+column you look for is likely named with a key ending (id, key, no, nr: customer_id, \
+plate_no, mobile_nr, a code's concept_id, who did it: approved_by_id); false: columns so \
+named rank lower (score x0.7). Applies to every phrasing. Omitted: decided per phrasing, \
+true if a word is id, no, nr, number, key, kennung, who or wer or ends in nummer, except \
+counts (number of, Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entry {

@@ -36,8 +36,8 @@ pub struct Input {
 
 /// What the schema says of `include_glossary`.
 pub const INCLUDE_GLOSSARY_DESCRIPTION: &str = "true: also return glossary, each abbreviation \
-(dob) and German word (folded: hohe for Höhe) searches expand, with its English words; \
-expanded ones need no alternative. Default false.";
+(dob) and German word (folded: hohe for Höhe) searches expand, with its English words. \
+Default false.";
 
 /// What find_precedents and suggest_tags expand a search with, before any search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -286,29 +286,36 @@ fn render_instructions(ontology: &Ontology) -> String {
     format!(
         "govcat answers questions about the datasets of a governed catalog (owners, schemas, \
          column classifications, LF-tag grants) from the catalog itself, never from memory and \
-         never from the rows. To tag a new column: find_precedents and suggest_tags with the same \
-         description, alternatives and identifier, in the same turn (suggest_tags runs that search \
-         itself, over columns only; find_precedents also shows ontology values), the user decides, \
-         then resolve_lf_tag; read a dataset live with get_dataset before acting on its tags. A question \
-         of where such data is or how existing columns are classified needs find_precedents alone. One search \
-         per column (lat and long: two searches, each with its own suggest_tags). identifier, when \
-         given, applies to every phrasing. alternatives: 3-5 is typical, at most 8. A domain the catalog lacks is \
-         an error listing the domains you may read (list_domains names them too); suggest_tags \
-         instead answers from precedents only and says so in target_note. Tag values come from a closed ontology: {}.{} \
-         Read it from the resource govcat://ontology/lf-tags or, without resource support, with \
-         list_domains include_ontology true. When no value of a key fits the data, say so and \
-         let the user decide; never invent one. An optional argument sent as null is the same \
-         as omitted (except suggest_tags' domain: omit it). Search text: no word excludes (not, without, kein, a \
-         leading -); word* is a prefix, \"quoted words\" a phrase; \
-         identifiers split at _ and camelCase; German words and common column abbreviations \
-         (cust, addr, dob, txn, nr) are expanded for you, as request.glossary_terms shows \
-         (list_domains include_glossary true lists them all); \
-         acronyms that are English stop words ({}) match by meaning only, so spell them out; \
-         a stop word leaves the word match only: a name ending in _no is still a key column, and \
-         no still asks for an identifier. ttlMs and cacheScope on a list or an answer: how many milliseconds it may be \
-         reused, and whether it may be shared between users (public) or not (private). \
-         x-mcp-header on domain: the client also sends it as an HTTP header for routing, which is \
-         why domain there is a plain string.",
+         never from the rows. To tag a column being added (also when the request asks how other \
+         columns are tagged): find_precedents and suggest_tags with the same description, \
+         alternatives and identifier, in the same turn (suggest_tags runs that search itself, over \
+         columns only; find_precedents also shows ontology values); the user decides; then \
+         resolve_lf_tag, and get_dataset on the target before its tags are written (suggest_tags \
+         already says whether the target exists). A question of where such data is or how \
+         existing columns are classified, with no column added, needs find_precedents alone. One \
+         search per column, also for two of one kind (lat and long, old and new VIN: two \
+         searches, each with its own suggest_tags). identifier, when given, applies to every \
+         phrasing. alternatives: 3-5 is typical, at most 8. find_precedents' domains: one the \
+         catalog lacks is an error listing the domains you may read (list_domains names them \
+         too). suggest_tags' domain and table: as the request names them, or table alone; a \
+         domain the catalog lacks gives precedents only, said in target_note. Tag values come \
+         from a closed ontology: {}.{} Read it from the resource govcat://ontology/lf-tags or, \
+         without resource support, with list_domains include_ontology true. When no value of a \
+         key fits the data, say so and let the user decide; never invent one. An optional \
+         argument sent as null is the same as omitted (except suggest_tags' domain: omit it). \
+         Search text: no word excludes (not, without, kein, a leading -); word* is a prefix, \
+         \"quoted words\" a phrase; identifiers split at _ and camelCase; German words, common \
+         column abbreviations (cust, addr, dob, txn, nr) and run-together words whose parts the \
+         catalog uses are expanded for you, as request.glossary_terms shows (list_domains \
+         include_glossary true lists the words and abbreviations); an expansion only adds words, \
+         so a non-English description still gets English alternatives. These English stop words \
+         match by meaning only, and so do acronyms spelled like them (spell those out): {} (the \
+         whole list; other acronyms, such as HIS or LEI, match as words). A stop word leaves the \
+         word match only: a name ending in _no is still a key column, and no still asks for an \
+         identifier. ttlMs and cacheScope on a list or an answer: how many milliseconds it may \
+         be reused, and whether it may be shared between users (public) or not (private). \
+         x-mcp-header on domain: the client also sends it as an HTTP header for routing, which \
+         is why domain there is a plain string.",
         vocabulary.join("; "),
         order,
         crate::index::lexical::ENGLISH_STOP_WORDS.join(", ")

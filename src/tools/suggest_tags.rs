@@ -22,22 +22,22 @@ mod target;
 mod vote;
 
 pub const DESCRIPTION: &str = "Proposes a tag value per key for one column from how \
-comparable columns (precedents) are tagged. Call it when a column is added or someone asks \
-for its tags; one call per column. Pass the description, \
-alternatives and identifier you pass to find_precedents (it runs that search, kinds [column]; \
-send both at once) and, if known, the domain and table it goes into. \
-precedent_entries shows the first 10 it finds (its precedents); all vote, each by its score squared; if none \
-reaches precedent_confidence 0.5, each precedent proposal's confidence is 0 (unmeasured). Returns per key \
-candidates and proposal: tags, basis, confidence per key (share right on this catalog), \
-conflicts (precedents of an ordered key disagree: the stricter value unless clearly \
-outweighed), unmeasured and abstained (reason, next step). Next: show the user each value with \
-its confidence and precedents; the user decides every key below 0.9 and every conflict; check \
-the set with resolve_lf_tag; read the target with get_dataset before tagging.";
+comparable columns (precedents) are tagged. Call it per column being added or whose tags are \
+asked for, in the same turn as find_precedents, with the same description, alternatives and \
+identifier (it runs that search, over columns only). Pass the domain and table the column \
+goes into as the request names them (table alone finds its domain). precedent_entries shows \
+the first 10 precedents, which vote; if none reaches precedent_confidence 0.5, each \
+precedent proposal's confidence is 0 (unmeasured). Returns per key candidates and proposal: \
+tags, basis, confidence (share right on this catalog), conflicts (precedents of an ordered \
+key disagree: the stricter value unless clearly outweighed), unmeasured and abstained \
+(reason, next step). Next: show the user each value with its confidence and precedents; the \
+user decides every key below 0.9 and every conflict; check the set with resolve_lf_tag; once \
+decided, read the target with get_dataset before writing tags.";
 
 /// What the schema says of `min_confidence`.
 pub const MIN_CONFIDENCE_DESCRIPTION: &str = "0-1: a key whose confidence is below it moves to \
-proposal.abstained (0.9 keeps proposals right about 9 in 10); its confidence and candidates \
-stay. Omit to see every proposal.";
+proposal.abstained; its confidence and candidates stay. In a conversation omit it (the user \
+sees every proposal); 0.9 for unattended tagging (right about 9 in 10).";
 
 /// Below this best `precedent_confidence` among the precedents, none of them is the same kind
 /// of data (the threshold find_precedents' description gives hosts): a precedent proposal's
