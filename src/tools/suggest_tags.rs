@@ -22,17 +22,17 @@ mod target;
 mod vote;
 
 pub const DESCRIPTION: &str = "Proposes a tag value per key for one column from how \
-comparable columns (precedents) are tagged. Call it per column being added or whose tags are \
-asked for, in the same turn as find_precedents, with the same description, alternatives and \
-identifier (it runs that search, over columns only). Pass the domain and table the column \
-goes into as the request names them (table alone finds its domain). precedent_entries shows \
-the first 10 precedents, which vote; if none reaches precedent_confidence 0.5, each \
-precedent proposal's confidence is 0 (unmeasured). Returns per key candidates and proposal: \
-tags, basis, confidence (share right on this catalog), conflicts (precedents of an ordered \
-key disagree: the stricter value unless clearly outweighed), unmeasured and abstained \
-(reason, next step). Next: show the user each value with its confidence and precedents; the \
-user decides every key below 0.9 and every conflict; check the set with resolve_lf_tag; once \
-decided, read the target with get_dataset before writing tags.";
+comparable columns (precedents) are tagged. Call it per column being added (also if asked as \
+how others are tagged), with find_precedents in the same turn and the same description, \
+alternatives and identifier (it runs that search over columns). Pass the target domain and \
+table as the request names them (table alone finds its domain). precedent_entries: the first \
+10 precedents, which vote; if none reaches precedent_confidence 0.5, each precedent \
+proposal's confidence is at most the best (unmeasured says why). Returns per key candidates \
+and proposal: tags, basis, confidence (share right here), conflicts (precedents of an \
+ordered key disagree: the stricter value unless clearly outweighed), unmeasured and \
+abstained (reason, next step). Next: show the user each value with its confidence and \
+precedents; the user decides every key below 0.9 and every conflict; check the set with \
+resolve_lf_tag; once decided, read the target with get_dataset before writing tags.";
 
 /// What the schema says of `min_confidence`.
 pub const MIN_CONFIDENCE_DESCRIPTION: &str = "0-1: a key whose confidence is below it moves to \
@@ -41,9 +41,14 @@ sees every proposal); 0.9 for unattended tagging (right about 9 in 10).";
 
 /// Below this best `precedent_confidence` among the precedents, none of them is the same kind
 /// of data (the threshold find_precedents' description gives hosts): a precedent proposal's
-/// confidence is then 0 and `proposal.unmeasured` says why. Measured 2026-12-02: without it,
-/// 4 of the 30 bundled negatives got a key at confidence >= 0.5 (Oechsle degrees of grape must:
-/// lawful_basis 0.96 from `claims.claim.closed_date`, precedent_confidence 0.32).
+/// confidence is then at most that best precedent_confidence ([`capped`]) and
+/// `proposal.unmeasured` says why. Measured 2026-12-02: without it, 4 of the 30 bundled
+/// negatives got a key at confidence >= 0.5 (Oechsle degrees of grape must: lawful_basis 0.96
+/// from `claims.claim.closed_date`, precedent_confidence 0.32). Capped instead of 0
+/// (2026-12-05, every blind-host calls file): ECE 0.146 -> 0.136 (demo, 18 files, none higher)
+/// and 0.198 -> 0.191 (fides-saas, 10 files), keys at >= 0.9 and their precision unchanged,
+/// no proposal at >= 0.9 on a negative request; 0 instead of the map's own confidence (no cap)
+/// keeps 41 such proposals out on the demo.
 pub const NO_PRECEDENT_BELOW: f64 = 0.5;
 
 /// Precedent columns taken into account.
@@ -84,10 +89,11 @@ pub const QUERY_DESCRIPTION: &str =
     "What the column holds (1-1000 characters), as passed to find_precedents.";
 /// What the schema says of `domain`. A plain string in MCP (the routing header needs one), so
 /// it says how to leave it out.
-pub const DOMAIN_DESCRIPTION: &str = "Domain of the table the column goes into (list_domains \
-names them). Alone: a new, unnamed table of the domain, its database's tags inherited. Omit \
-both to use precedents only (no siblings, nothing inherited). A domain the catalog lacks: \
-precedents only, and target_note names close domains.";
+pub const DOMAIN_DESCRIPTION: &str = "Domain of the table the column goes into \
+(list_domains names them); it sets the target, not where precedents are searched. Alone: a \
+new, unnamed table of the domain, its database's tags inherited. Omit both to use precedents \
+only (no siblings, nothing inherited). A domain the catalog lacks: precedents only, and \
+target_note names close domains.";
 /// What the schema says of `table`.
 pub const TABLE_DESCRIPTION: &str = "Table the column goes into. An existing table adds its \
 columns' tags (siblings) and its inherited tags; a name the domain lacks is a new table \
@@ -435,17 +441,15 @@ pub fn run_with_evidence(
             basis.insert(key.to_string(), how.to_string());
             if let Some(map) = &calibration {
                 let e = &evidence[key];
+                let measured = map.confidence(key, e);
+                confidence.insert(key.to_string(), round3(capped(measured, best_precedent)));
                 if best_precedent < NO_PRECEDENT_BELOW {
-                    confidence.insert(key.to_string(), 0.0);
                     unmeasured.insert(key.to_string(), no_precedent(best_precedent));
-                } else {
-                    confidence.insert(key.to_string(), round3(map.confidence(key, e)));
-                    if map.outside_support(e) {
-                        unmeasured.insert(
-                            key.to_string(),
-                            outside_support(e.similarity, map.similarity_floor),
-                        );
-                    }
+                } else if map.outside_support(e) {
+                    unmeasured.insert(
+                        key.to_string(),
+                        outside_support(e.similarity, map.similarity_floor),
+                    );
                 }
             }
         } else {
@@ -578,12 +582,23 @@ fn below_threshold(
     )
 }
 
-/// What a confidence of 0 means when no precedent is the same kind of data.
+/// A precedent proposal's confidence: the map's, but when no precedent is the same kind of data
+/// (the best `precedent_confidence` below [`NO_PRECEDENT_BELOW`]) no more than the likelihood
+/// that the best one is: the tags then come from other data.
+fn capped(measured: f64, best_precedent: f64) -> f64 {
+    if best_precedent < NO_PRECEDENT_BELOW {
+        measured.min(best_precedent)
+    } else {
+        measured
+    }
+}
+
+/// Why a confidence is capped when no precedent is the same kind of data.
 fn no_precedent(best: f64) -> String {
     format!(
-        "not measured: no precedent is the same kind of data (the best precedent_confidence is \
-         {best:.2}, below {NO_PRECEDENT_BELOW}), so these tags belong to other data; confidence 0 \
-         means unknown: decide this key with the user"
+        "no precedent is the same kind of data (the best precedent_confidence is {best:.2}, below \
+         {NO_PRECEDENT_BELOW}), so these tags belong to other data and the confidence is at most \
+         {best:.2}: decide this key with the user"
     )
 }
 
@@ -661,12 +676,12 @@ mod tests {
     }
 
     #[test]
-    fn a_zero_confidence_says_it_is_unknown_not_a_measured_miss() {
+    fn a_capped_or_zero_confidence_says_why() {
         assert_eq!(
             no_precedent(0.32),
-            "not measured: no precedent is the same kind of data (the best precedent_confidence \
-             is 0.32, below 0.5), so these tags belong to other data; confidence 0 means \
-             unknown: decide this key with the user"
+            "no precedent is the same kind of data (the best precedent_confidence is 0.32, \
+             below 0.5), so these tags belong to other data and the confidence is at most 0.32: \
+             decide this key with the user"
         );
         assert_eq!(
             outside_support(0.31, 0.354),
@@ -675,6 +690,21 @@ mod tests {
              unknown, not a measured miss; the precedents may well be another kind of data: \
              decide this key with the user"
         );
+    }
+
+    /// Issue 43 part 5: on the blind hosts' calls 50 right demo proposals had confidence 0
+    /// because no precedent reached 0.5; capped at the best precedent_confidence they keep what
+    /// the map measured, and no such proposal reaches 0.5.
+    #[test]
+    fn without_a_direct_precedent_a_proposal_is_no_surer_than_the_best_precedent() {
+        assert_eq!(capped(0.96, 0.32), 0.32);
+        assert_eq!(capped(0.2, 0.32), 0.2);
+    }
+
+    #[test]
+    fn with_a_direct_precedent_a_proposal_is_as_sure_as_the_map_says() {
+        assert_eq!(capped(0.96, 0.5), 0.96);
+        assert_eq!(capped(0.2, 0.9), 0.2);
     }
 
     #[test]
