@@ -61,6 +61,21 @@ fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
     }
     // Residency: both targets are new tables of policy, whose database sets eu.
     assert_eq!(r.suggest_tags["residency"].inherited_right, 2);
+    // The misses are exactly the judged keys not counted right: none for residency, one per
+    // wrong or abstained key elsewhere, each naming a value other than the truth.
+    for (key, k) in &r.suggest_tags {
+        let misses: Vec<&calls::Miss> = r.misses.iter().filter(|m| &m.key == key).collect();
+        assert_eq!(
+            misses.len(),
+            k.wrong + k.inherited_wrong + k.abstained,
+            "{key}"
+        );
+        assert!(misses
+            .iter()
+            .all(|m| m.proposed.as_deref() != Some(m.truth.as_str())));
+        assert!(misses.iter().all(|m| m.id == "t1" || m.id == "t3"));
+    }
+    assert!(r.misses.iter().all(|m| m.key != "residency"));
 }
 
 #[test]

@@ -138,6 +138,22 @@ pub struct CallsReport {
     pub new_table_errors: usize,
     /// Requests without a call of the tool, by tool.
     pub missing_calls: BTreeMap<String, usize>,
+    /// Every judged key that was not proposed right, in request order: what to read first when a
+    /// figure moves.
+    pub misses: Vec<Miss>,
+}
+
+/// One judged key of one request that the first suggest_tags call did not get right.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Miss {
+    pub id: String,
+    pub key: String,
+    /// The proposed value; `None`: the key abstained.
+    pub proposed: Option<String>,
+    /// The majority value of the request's direct precedents.
+    pub truth: String,
+    pub confidence: Option<f64>,
+    pub basis: Option<String>,
 }
 
 /// The majority present value of `key` among `columns` (ties and none → `None`).
@@ -206,6 +222,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
         errors: BTreeMap::new(),
         new_table_errors: 0,
         missing_calls: BTreeMap::new(),
+        misses: Vec::new(),
     };
     let mut ranked: Vec<Vec<String>> = Vec::new();
     let mut labelled: Vec<Labelled> = Vec::new();
@@ -310,12 +327,23 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
                 continue;
             };
             k.judged += 1;
-            let Some(value) = proposal["tags"][key].as_str() else {
+            let confidence = proposal["confidence"][key].as_f64();
+            let proposed = proposal["tags"][key].as_str();
+            if proposed != Some(truth.as_str()) {
+                r.misses.push(Miss {
+                    id: line.id.clone(),
+                    key: key.to_string(),
+                    proposed: proposed.map(str::to_string),
+                    truth: truth.clone(),
+                    confidence,
+                    basis: proposal["basis"][key].as_str().map(str::to_string),
+                });
+            }
+            let Some(value) = proposed else {
                 k.abstained += 1;
                 continue;
             };
             let right = value == truth;
-            let confidence = proposal["confidence"][key].as_f64();
             if proposal["basis"][key].as_str() == Some("inherited") {
                 if right {
                     k.inherited_right += 1
@@ -449,6 +477,18 @@ pub fn summary(r: &CallsReport) -> String {
         );
     }
     out += "  INHERITED: right/all proposals inherited from the target's table or database (counted apart); UNDERSTATED/OVERSTATED: wrong proposals of an ordered key less/more restrictive than the truth\n";
+    for m in &r.misses {
+        let _ = writeln!(
+            out,
+            "  miss {} {}: {} ({}, confidence {}), direct precedents {}",
+            m.id,
+            m.key,
+            m.proposed.as_deref().unwrap_or("abstained"),
+            m.basis.as_deref().unwrap_or("-"),
+            m.confidence.map_or("-".into(), |c| format!("{c:.3}")),
+            m.truth
+        );
+    }
     errors(out, r)
 }
 
