@@ -32,13 +32,13 @@ as alternatives. Next: get_dataset before relying on a column's tags.";
 
 /// The JSON Schema description of `description` (find_precedents; suggest_tags says the same
 /// through its own text): the words a host needs while writing it.
-pub const QUERY_DESCRIPTION: &str = "What the column holds, in the user's words, any language \
-(1-1000 characters); for a non-English one, also add English alternatives (an expansion only \
-adds words). State what is in it: not, without, kein and a leading - exclude nothing, and \
-nothing else does (\"IBAN, not stored in clear\" finds clear IBANs; write \"hashed IBAN\"). \
-Only word* (prefix) and \"quoted words\" (phrase) are operators. Acronyms that are English \
-stop words (IT, NO, OR; the instructions list every one) match by meaning only: spell them \
-out; other acronyms (HIS, LEI) match as words.";
+pub const QUERY_DESCRIPTION: &str = "What the column holds, in English (1-1000 characters): \
+translate a non-English request and pass the user's own term as an alternative. State only \
+what is in it: not, without, kein and a leading - exclude nothing and there is no exclude \
+option, so leave out what it is not (\"IBAN, not stored in clear\" finds clear IBANs; write \
+\"hashed IBAN\"). Only word* (prefix) and \"quoted words\" (phrase) are operators. Acronyms \
+that are English stop words (IT, NO, OR; the instructions list every one) match by meaning \
+only: spell them out; other acronyms (HIS, LEI) match as words.";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str =
@@ -90,9 +90,9 @@ the target's domain.", length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
 pub const IDENTIFIER_DESCRIPTION: &str = "About the name, not the meaning: true when the \
 column you look for is likely named with a key ending (id, key, no, nr: customer_id, \
 plate_no, mobile_nr, a code's concept_id, who did it: approved_by_id); false: columns so \
-named rank lower (score x0.7). Applies to every phrasing. Omitted: decided per phrasing, \
-true if a word is id, no, nr, number, key, kennung, who or wer or ends in nummer, except \
-counts (number of, Anzahl).";
+named rank lower (score x0.7); true only lifts that penalty, so when unsure, true. Applies \
+to every phrasing. Omitted: decided per phrasing, true if a word is id, no, nr, number, key, \
+kennung, who or wer or ends in nummer, except counts (number of, Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entry {

@@ -287,7 +287,8 @@ fn render_instructions(ontology: &Ontology) -> String {
         "govcat answers questions about the datasets of a governed catalog (owners, schemas, \
          column classifications, LF-tag grants) from the catalog itself, never from memory and \
          never from the rows. To tag a column being added (also when the request asks how other \
-         columns are tagged): find_precedents and suggest_tags with the same description, \
+         columns are tagged): describe it in English (the user's own term as an alternative); \
+         find_precedents and suggest_tags with the same description, \
          alternatives and identifier, in the same turn (suggest_tags runs that search itself, over \
          columns only; find_precedents also shows ontology values); the user decides; then \
          resolve_lf_tag, and get_dataset on the target before its tags are written (suggest_tags \
@@ -297,8 +298,9 @@ fn render_instructions(ontology: &Ontology) -> String {
          searches, each with its own suggest_tags). identifier, when given, applies to every \
          phrasing. alternatives: 3-5 is typical, at most 8. find_precedents' domains: one the \
          catalog lacks is an error listing the domains you may read (list_domains names them \
-         too). suggest_tags' domain and table: as the request names them, or table alone; a \
-         domain the catalog lacks gives precedents only, said in target_note. Tag values come \
+         too). suggest_tags' domain and table set the target (precedents come from every \
+         domain you may read): as the request names them, or table alone; a domain the catalog \
+         lacks gives precedents only, said in target_note. Tag values come \
          from a closed ontology: {}.{} Read it from the resource govcat://ontology/lf-tags or, \
          without resource support, with list_domains include_ontology true. When no value of a \
          key fits the data, say so and let the user decide; never invent one. An optional \
@@ -307,12 +309,12 @@ fn render_instructions(ontology: &Ontology) -> String {
          \"quoted words\" a phrase; identifiers split at _ and camelCase; German words, common \
          column abbreviations (cust, addr, dob, txn, nr) and run-together words whose parts the \
          catalog uses are expanded for you, as request.glossary_terms shows (list_domains \
-         include_glossary true lists the words and abbreviations); an expansion only adds words, \
-         so a non-English description still gets English alternatives. These English stop words \
-         match by meaning only, and so do acronyms spelled like them (spell those out): {} (the \
-         whole list; other acronyms, such as HIS or LEI, match as words). A stop word leaves the \
-         word match only: a name ending in _no is still a key column, and no still asks for an \
-         identifier. ttlMs and cacheScope on a list or an answer: how many milliseconds it may \
+         include_glossary true lists the words and abbreviations); ä, ö, ü fold to a, o, u, not to \
+         ae, oe, ue (add such a spelling as an alternative). These English stop words are left \
+         out of the word match, so they and acronyms spelled like them match by meaning only \
+         (spell those out): {} (the whole list; other acronyms, such as HIS or LEI, match as \
+         words). That changes nothing else: a name ending in _no is still a key column, and no \
+         still asks for an identifier. ttlMs and cacheScope on a list or an answer: how many milliseconds it may \
          be reused, and whether it may be shared between users (public) or not (private). \
          x-mcp-header on domain: the client also sends it as an HTTP header for routing, which \
          is why domain there is a plain string.",
