@@ -74,6 +74,12 @@ fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
             .iter()
             .all(|m| m.proposed.as_deref() != Some(m.truth.as_str())));
         assert!(misses.iter().all(|m| m.id == "t1" || m.id == "t3"));
+        // An understated proposal at >= 0.9 is also one at >= 0.5.
+        assert!(
+            k.understated_confident <= k.understated_at_0_5,
+            "{key}: {k:?}"
+        );
+        assert!(k.understated_at_0_5 <= k.understated, "{key}: {k:?}");
     }
     assert!(r.misses.iter().all(|m| m.key != "residency"));
 }

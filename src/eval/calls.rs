@@ -93,6 +93,9 @@ pub struct KeyOutcome {
     pub overstated: usize,
     /// Understated proposals with confidence >= 0.9.
     pub understated_confident: usize,
+    /// Understated proposals with confidence >= 0.5: sure enough to be taken without a second
+    /// look (issue 43 asks for none on sensitivity).
+    pub understated_at_0_5: usize,
     /// (right + inherited_right) / judged.
     pub accuracy: f64,
 }
@@ -367,6 +370,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
                 if p < t {
                     k.understated += 1;
                     k.understated_confident += usize::from(confidence.unwrap_or(0.0) >= CONFIDENT);
+                    k.understated_at_0_5 += usize::from(confidence.unwrap_or(0.0) >= 0.5);
                 } else if p > t {
                     k.overstated += 1;
                 }
@@ -444,7 +448,7 @@ pub fn summary(r: &CallsReport) -> String {
     );
     let _ = writeln!(
         out,
-        "  {:<14} {:>6} {:>6} {:>6} {:>10} {:>10} {:>9} {:>11} {:>10} {:>9}",
+        "  {:<14} {:>6} {:>6} {:>6} {:>10} {:>10} {:>9} {:>11} {:>10} {:>10} {:>9}",
         "KEY",
         "JUDGED",
         "RIGHT",
@@ -453,13 +457,14 @@ pub fn summary(r: &CallsReport) -> String {
         "ABSTAINED",
         "ACCURACY",
         "UNDERSTATED",
+        "(>= 0.5)",
         "(>= 0.9)",
         "OVERSTATED"
     );
     for (key, k) in &r.suggest_tags {
         let _ = writeln!(
             out,
-            "  {:<14} {:>6} {:>6} {:>6} {:>10} {:>10} {:>9.3} {:>11} {:>10} {:>9}",
+            "  {:<14} {:>6} {:>6} {:>6} {:>10} {:>10} {:>9.3} {:>11} {:>10} {:>10} {:>9}",
             key,
             k.judged,
             k.right,
@@ -472,21 +477,23 @@ pub fn summary(r: &CallsReport) -> String {
             k.abstained,
             k.accuracy,
             k.understated,
+            k.understated_at_0_5,
             k.understated_confident,
             k.overstated
         );
     }
     out += "  INHERITED: right/all proposals inherited from the target's table or database (counted apart); UNDERSTATED/OVERSTATED: wrong proposals of an ordered key less/more restrictive than the truth\n";
     for m in &r.misses {
+        let proposed = match (&m.proposed, &m.basis, m.confidence) {
+            (Some(v), Some(b), Some(c)) => format!("{v} ({b}, confidence {c:.3})"),
+            (Some(v), Some(b), None) => format!("{v} ({b})"),
+            (Some(v), None, _) => v.clone(),
+            (None, ..) => "abstained".to_string(),
+        };
         let _ = writeln!(
             out,
-            "  miss {} {}: {} ({}, confidence {}), direct precedents {}",
-            m.id,
-            m.key,
-            m.proposed.as_deref().unwrap_or("abstained"),
-            m.basis.as_deref().unwrap_or("-"),
-            m.confidence.map_or("-".into(), |c| format!("{c:.3}")),
-            m.truth
+            "  miss {} {}: {proposed}, direct precedents {}",
+            m.id, m.key, m.truth
         );
     }
     errors(out, r)

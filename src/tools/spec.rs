@@ -291,8 +291,8 @@ fn render_instructions(ontology: &Ontology) -> String {
          find_precedents and suggest_tags with the same description, \
          alternatives and identifier, in the same turn (suggest_tags runs that search itself, over \
          columns only; find_precedents also shows ontology values); the user decides; then \
-         resolve_lf_tag, and get_dataset on the target before its tags are written (suggest_tags \
-         already says whether the target exists). A question of where such data is or how \
+         resolve_lf_tag, and get_dataset on an existing target before its tags are written \
+         (suggest_tags says whether the target exists: a new table has nothing to read). A question of where such data is or how \
          existing columns are classified, with no column added, needs find_precedents alone. One \
          search per column, also for two of one kind (lat and long, old and new VIN: two \
          searches, each with its own suggest_tags). identifier, when given, applies to every \

@@ -91,9 +91,9 @@ pub const QUERY_DESCRIPTION: &str =
 /// it says how to leave it out.
 pub const DOMAIN_DESCRIPTION: &str = "Domain of the table the column goes into \
 (list_domains names them); it sets the target, not where precedents are searched. Alone: a \
-new, unnamed table of the domain, its database's tags inherited. Omit both to use precedents \
-only (no siblings, nothing inherited). A domain the catalog lacks: precedents only, and \
-target_note names close domains.";
+new, unnamed table of the domain, its database's tags inherited. Omit it rather than send \
+null; omit both to use precedents only (no siblings, nothing inherited). A domain the \
+catalog lacks: precedents only, and target_note names close domains.";
 /// What the schema says of `table`.
 pub const TABLE_DESCRIPTION: &str = "Table the column goes into. An existing table adds its \
 columns' tags (siblings) and its inherited tags; a name the domain lacks is a new table \

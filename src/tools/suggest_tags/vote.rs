@@ -64,12 +64,20 @@ pub(super) struct Tally {
     pub(super) values: BTreeMap<String, Vec<String>>,
     /// Vote weight per value (see [`crate::retrieval::Vote`]).
     pub(super) weights: BTreeMap<String, f64>,
-    /// Per value, the best similarity, score and precedent_confidence among the columns
-    /// carrying it.
-    pub(super) best: BTreeMap<String, (f64, f64, f64)>,
+    /// Per value, the best match among the columns carrying it.
+    pub(super) best: BTreeMap<String, BestMatch>,
     pub(super) excluded: Excluded,
     /// The precedents whose value of the key is withheld from the caller, with their weight.
     pub(super) withheld: Vec<(String, f64)>,
+}
+
+/// The best similarity, score and precedent_confidence among the columns carrying a value,
+/// each taken on its own (they may come from different columns).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct BestMatch {
+    pub(super) similarity: f64,
+    pub(super) score: f64,
+    pub(super) precedent_confidence: f64,
 }
 
 /// One column's part in a tally: its id, tags, vote weight and how well it matched.
@@ -92,10 +100,11 @@ impl Tally {
                         .or_default()
                         .push(vote.column.to_string());
                     *self.weights.entry(v.to_string()).or_default() += vote.weight;
-                    let best = self.best.entry(v.to_string()).or_insert((0.0, 0.0, 0.0));
-                    best.0 = best.0.max(vote.similarity);
-                    best.1 = best.1.max(vote.score);
-                    best.2 = best.2.max(vote.precedent_confidence);
+                    let best = self.best.entry(v.to_string()).or_default();
+                    best.similarity = best.similarity.max(vote.similarity);
+                    best.score = best.score.max(vote.score);
+                    best.precedent_confidence =
+                        best.precedent_confidence.max(vote.precedent_confidence);
                 }
                 _ => self.excluded.outside_ontology += 1,
             },
@@ -147,15 +156,14 @@ impl Tally {
 
     /// The evidence of proposing `winner` over `runner_up` from these precedents.
     pub(super) fn evidence(&self, winner: &str, runner_up: Option<&str>) -> Evidence {
-        let (similarity, score, precedent_confidence) =
-            self.best.get(winner).copied().unwrap_or((0.0, 0.0, 0.0));
+        let best = self.best.get(winner).copied().unwrap_or_default();
         Evidence {
             share: self.raw_share(winner),
             runner_up: runner_up.map_or(0.0, |r| self.raw_share(r)),
-            similarity,
-            score,
+            similarity: best.similarity,
+            score: best.score,
             counted: self.counted(),
-            precedent_confidence,
+            precedent_confidence: best.precedent_confidence,
         }
     }
 }
