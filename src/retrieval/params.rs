@@ -99,12 +99,18 @@ impl Default for Vote {
     ///   retention 0.656 -> 0.651 (understated 70 -> 62). Ratio 1.5 kept 3 and 2 understated
     ///   calls; 3 changed nothing more; without the gate (any precedent may lean) ratio 2 cost the
     ///   leave-one-out sensitivity 0.745 -> 0.714.
+    /// - `strict_ratio 3` (2026-12-05, fourth session, all 29 demo and 19 fides-saas calls files):
+    ///   demo calls sensitivity 0.928 -> 0.934 (mean), understated 14 -> 2, most of them d002 (a
+    ///   direct precedent's confidential outweighed 2.2-fold by six internal keys find_precedents
+    ///   calls another kind); leave-one-out sensitivity 0.752 -> 0.750 and retention 0.660 ->
+    ///   0.658 (one column each, both overstated), still above a48f8ba's 0.745 and 0.656; 4 the
+    ///   same as 3.
     fn default() -> Self {
         Vote {
             vote_by: VoteBy::Score,
             vote_exponent: 2.0,
             vote_gate: 0.0,
-            strict_ratio: 2.0,
+            strict_ratio: 3.0,
             strict_gate: 0.5,
         }
     }
