@@ -22,6 +22,9 @@ use crate::tools::{self, find_precedents, Caller, Context, Outcome, ToolError};
 pub const PRECEDENT_THRESHOLD: f64 = 0.5;
 /// A tag proposal's confidence at or above this is one a host may act on without asking.
 pub const CONFIDENT: f64 = 0.9;
+/// The confidence from which an understated proposal counts in `understated_at_0_5`: even odds
+/// or better, the bar an understated sensitivity is held to (none at or above it).
+pub const UNDERSTATED_AT: f64 = 0.5;
 
 /// One host call as written.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -332,6 +335,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
             k.judged += 1;
             let confidence = proposal["confidence"][key].as_f64();
             let proposed = proposal["tags"][key].as_str();
+            let basis = proposal["basis"][key].as_str();
             if proposed != Some(truth.as_str()) {
                 r.misses.push(Miss {
                     id: line.id.clone(),
@@ -339,7 +343,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
                     proposed: proposed.map(str::to_string),
                     truth: truth.clone(),
                     confidence,
-                    basis: proposal["basis"][key].as_str().map(str::to_string),
+                    basis: basis.map(str::to_string),
                 });
             }
             let Some(value) = proposed else {
@@ -347,7 +351,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
                 continue;
             };
             let right = value == truth;
-            if proposal["basis"][key].as_str() == Some("inherited") {
+            if basis == Some("inherited") {
                 if right {
                     k.inherited_right += 1
                 } else {
@@ -370,7 +374,8 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
                 if p < t {
                     k.understated += 1;
                     k.understated_confident += usize::from(confidence.unwrap_or(0.0) >= CONFIDENT);
-                    k.understated_at_0_5 += usize::from(confidence.unwrap_or(0.0) >= 0.5);
+                    k.understated_at_0_5 +=
+                        usize::from(confidence.unwrap_or(0.0) >= UNDERSTATED_AT);
                 } else if p > t {
                     k.overstated += 1;
                 }

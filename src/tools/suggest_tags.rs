@@ -136,10 +136,11 @@ pub struct Proposal {
     /// `abstained`): the share of proposals with the same evidence that were right on this
     /// catalog, 0–1. Empty when the snapshot carries no calibration (see `calibration`).
     pub confidence: BTreeMap<String, f64>,
-    /// Per key whose confidence is 0 because nothing this far from its precedents was checked
-    /// on this catalog (its best precedent is less similar than the calibration's support
-    /// floor): 0 there means "not measured", not "measured as a miss". Decide such a key with the
-    /// user.
+    /// Per key whose confidence is not a measured share, and why: no precedent reaches
+    /// precedent_confidence 0.5 (the confidence is then at most the best one's), or nothing this
+    /// far from its precedents was checked on this catalog (its best precedent is less similar
+    /// than the calibration's support floor: 0 there means "not measured", not "measured as a
+    /// miss"). Decide such a key with the user.
     pub unmeasured: BTreeMap<String, String>,
     /// Per ordered key (`ordered: true`, e.g. sensitivity) whose voting precedents carry more
     /// than one value: each value with its precedents and weight, and why the proposed one was
