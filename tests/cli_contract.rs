@@ -438,6 +438,8 @@ fn bad_argument_values_exit_2_and_say_what_to_give() {
         &["suggest", "iban", "--min-confidence", "2"][..],
         &["suggest", "iban", "--min-confidence", "-0.1"][..],
         &["resolve", "sensitivity"][..],
+        &["search", "claim number", "--identifier", "yes"][..],
+        &["suggest", "claim number", "--identifier", "1"][..],
     ] {
         let out = govcat(&[args, &["--json"]].concat());
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
@@ -446,7 +448,9 @@ fn bad_argument_values_exit_2_and_say_what_to_give() {
         let message = v["message"].as_str().unwrap_or_default();
         assert!(!message.contains("-- -0"), "{message}");
         assert!(
-            message.contains("outside 0 to 1") || message.contains("is not KEY=VALUE"),
+            message.contains("outside 0 to 1")
+                || message.contains("is not KEY=VALUE")
+                || message.contains("[possible values: true, false]"),
             "{message}"
         );
     }

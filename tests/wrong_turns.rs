@@ -433,6 +433,22 @@ fn hints_name_the_flags_of_the_cli_and_the_tools_of_rest_and_mcp() {
         "{hint}"
     );
 
+    // The tools' `identifier` is a flag of both commands: "claim number" is inferred as asking
+    // for one, and --identifier false overrides that; without the flag it stays inferred.
+    for command in ["search", "suggest"] {
+        for (flag, applied, from) in [
+            (Some("false"), false, "argument"),
+            (Some("true"), true, "argument"),
+            (None, true, "inferred"),
+        ] {
+            let mut args = vec!["--json", command, "claim number"];
+            args.extend(flag.map(|f| ["--identifier", f]).into_iter().flatten());
+            let request = json_of(&c.ok(&args))["request"].clone();
+            assert_eq!(request["identifier"], applied, "{args:?}: {request}");
+            assert_eq!(request["identifier_from"], from, "{args:?}: {request}");
+        }
+    }
+
     // check-grant on a domain the catalog lacks: the readable domains, and a step that runs as
     // printed and lists them.
     let out = c.run(&[
