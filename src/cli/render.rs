@@ -266,7 +266,8 @@ pub(super) fn render(tool: &str, v: &Value) -> String {
             }
             if let Some(unmeasured) = v["proposal"]["unmeasured"].as_object() {
                 for (key, why) in unmeasured {
-                    out += &format!("  confidence of {key} is 0, {}\n", s(why));
+                    let c = v["proposal"]["confidence"][key].as_f64().unwrap_or(0.0);
+                    out += &format!("  confidence of {key} is {c:.2}: {}\n", s(why));
                 }
             }
             if let Some(abstained) = v["proposal"]["abstained"].as_object() {
@@ -286,4 +287,39 @@ pub(super) fn render(tool: &str, v: &Value) -> String {
         _ => out += &format!("{v:#}\n"),
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render;
+    use serde_json::json;
+
+    #[test]
+    fn an_unmeasured_key_is_shown_with_the_confidence_it_has() {
+        let why = "no precedent is the same kind of data (the best precedent_confidence is 0.28, below 0.5), so the confidence is at most 0.28: decide this key with the user";
+        let v = json!({
+            "keys": [],
+            "proposal": {
+                "resolution": "complete",
+                "tags": {"sensitivity": "internal"},
+                "confidence": {"sensitivity": 0.28},
+                "calibration": {"columns": 637, "sampled": false},
+                "unmeasured": {"sensitivity": why},
+            },
+        });
+        let out = render("suggest_tags", &v);
+        assert!(
+            out.contains(&format!("  confidence of sensitivity is 0.28: {why}\n")),
+            "{out}"
+        );
+        let unmeasured_zero = json!({"proposal": {
+            "confidence": {"sensitivity": 0.0},
+            "unmeasured": {"sensitivity": "not measured"},
+        }});
+        let out = render("suggest_tags", &unmeasured_zero);
+        assert!(
+            out.contains("  confidence of sensitivity is 0.00: not measured\n"),
+            "{out}"
+        );
+    }
 }
