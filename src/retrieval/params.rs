@@ -69,6 +69,11 @@ pub struct Vote {
     /// A stricter value is proposed only when one of its precedents reaches this
     /// precedent_confidence (0: any precedent).
     pub strict_gate: f64,
+    /// When a precedent of at least this precedent_confidence carries the key's value at column
+    /// level (a statement about that kind of column, not about the table it sits in), only
+    /// precedents that reach it vote on the key; 0 turns it off.
+    #[serde(default)]
+    pub column_gate: f64,
 }
 
 /// What a precedent's vote weighs.
@@ -105,6 +110,14 @@ impl Default for Vote {
     ///   calls another kind); leave-one-out sensitivity 0.752 -> 0.750 and retention 0.660 ->
     ///   0.658 (one column each, both overstated), still above a48f8ba's 0.745 and 0.656; 4 the
     ///   same as 3.
+    /// - `column_gate 0.9` (2026-12-05, fifth session; every calls file, 29 demo and 19
+    ///   fides-saas, and both leave-one-outs, one run): a close precedent's own column-level tag
+    ///   decides over its neighbours'. Calls all keys / sensitivity, means: demo 0.921 / 0.935 ->
+    ///   0.924 / 0.945, fides-saas 0.776 / 0.817 -> 0.894 / 0.937; leave-one-out demo
+    ///   sensitivity 0.750 -> 0.745, fides-saas data_category 0.874 -> 0.869 and sensitivity
+    ///   0.881 -> 0.877, lost on columns a same-named column contradicts (fides-saas 0.644 ->
+    ///   0.589; the rest 0.914 -> 0.916). 0.8: demo calls sensitivity 0.939, fides-saas 0.930;
+    ///   0.7: 28 understated demo sensitivities; 0.95: fides-saas 0.908.
     fn default() -> Self {
         Vote {
             vote_by: VoteBy::Score,
@@ -112,6 +125,7 @@ impl Default for Vote {
             vote_gate: 0.0,
             strict_ratio: 3.0,
             strict_gate: 0.5,
+            column_gate: 0.9,
         }
     }
 }

@@ -164,8 +164,9 @@ pub struct PrecedentEntry {
     pub rank: usize,
     pub precedent_confidence: f64,
     pub matched_by: Vec<find_precedents::MatchedBy>,
-    /// Whether it voted (every precedent does by default; an operator's vote_gate leaves out
-    /// those below it).
+    /// Whether it voted on every key. On a key that a precedent of precedent_confidence of
+    /// at least 0.9 tags at column level, only such precedents vote; keys[].candidates name
+    /// who voted for each value.
     pub vote: bool,
 }
 
@@ -303,11 +304,16 @@ pub fn run_with_evidence(
         .map(|e| e.precedent_confidence)
         .fold(0.0, f64::max);
     let rule = ctx.retrieval.vote;
-    let weights = vote_weights(&found.entries, &rule);
+    // Whether each precedent voted on every key.
+    let mut voted_on_every_key = vec![true; found.entries.len()];
     let mut conflicts = BTreeMap::new();
     for spec in &ctx.ontology.keys {
         let key = spec.key.0.as_str();
         let mut precedents = Tally::default();
+        let weights = vote_weights(ctx, key, &found.entries, &rule);
+        for (voted, weight) in voted_on_every_key.iter_mut().zip(&weights) {
+            *voted &= weight.is_some();
+        }
         for ((e, found_by), weight) in found.entries.iter().zip(&found_evidence).zip(&weights) {
             if let (Some(tags), Some(weight)) = (&e.lf_tags, weight) {
                 // The description's own similarity, not the best of any phrasing: an
@@ -513,14 +519,14 @@ pub fn run_with_evidence(
         precedent_entries: found
             .entries
             .iter()
-            .zip(&weights)
+            .zip(&voted_on_every_key)
             .enumerate()
-            .map(|(i, (e, w))| PrecedentEntry {
+            .map(|(i, (e, voted))| PrecedentEntry {
                 id: e.id.clone(),
                 rank: i + 1,
                 precedent_confidence: e.precedent_confidence,
                 matched_by: e.matched_by.clone(),
-                vote: w.is_some(),
+                vote: *voted,
             })
             .collect(),
         suggestions: found.suggestions,

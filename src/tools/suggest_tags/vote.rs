@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::super::find_precedents;
 use super::super::Context;
 use crate::calibration::Evidence;
-use crate::catalog::{FieldState, Tags};
+use crate::catalog::{FieldState, TagLevel, Tags};
 
 /// Columns supporting one value, and their share among the columns counted for the key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -168,21 +168,39 @@ impl Tally {
     }
 }
 
-/// Each precedent's vote weight under `rule`, `None` for one that does not vote (below the
-/// gate while another reaches it).
+/// Each precedent's vote weight on `key` under `rule`, `None` for one that does not vote: below
+/// `vote_gate` while another reaches it, or below `column_gate` while another reaches it and
+/// carries the key's value at column level (a tag set on that very kind of column, not one it
+/// inherits from its table).
 pub(super) fn vote_weights(
+    ctx: &Context,
+    key: &str,
     entries: &[find_precedents::Entry],
     rule: &crate::retrieval::Vote,
 ) -> Vec<Option<f64>> {
     use crate::retrieval::VoteBy;
-    let gated = rule.vote_gate > 0.0
-        && entries
-            .iter()
-            .any(|e| e.precedent_confidence >= rule.vote_gate);
+    let reached = |gate: f64, carries: &dyn Fn(&find_precedents::Entry) -> bool| {
+        gate > 0.0
+            && entries
+                .iter()
+                .any(|e| e.precedent_confidence >= gate && carries(e))
+    };
+    let gated = reached(rule.vote_gate, &|_| true);
+    let column_gated = reached(rule.column_gate, &|e| {
+        e.lf_tags
+            .as_ref()
+            .and_then(|t| t.get(key))
+            .is_some_and(|t| {
+                t.assigned_at == Some(TagLevel::Column)
+                    && t.value().is_some_and(|v| ctx.ontology.contains(key, v))
+            })
+    });
     entries
         .iter()
         .map(|e| {
-            if gated && e.precedent_confidence < rule.vote_gate {
+            if gated && e.precedent_confidence < rule.vote_gate
+                || column_gated && e.precedent_confidence < rule.column_gate
+            {
                 return None;
             }
             let basis = match rule.vote_by {
@@ -280,7 +298,7 @@ pub(super) fn conflict_of(
 mod tests {
     use super::super::tests::demo_context;
     use super::*;
-    use crate::catalog::{TagLevel, TagState};
+    use crate::catalog::TagState;
     use crate::index::documents::Kind;
 
     #[test]
@@ -321,10 +339,21 @@ mod tests {
         assert!((e.runner_up - 0.12 / 0.73).abs() < 1e-12);
     }
 
-    /// A column entry of find_precedents with `sensitivity` = `value`.
+    /// A column entry of find_precedents with `sensitivity` = `value` set on the column.
     fn entry(
         id: &str,
         value: &str,
+        precedent_confidence: f64,
+        score: f64,
+    ) -> find_precedents::Entry {
+        entry_at(id, value, TagLevel::Column, precedent_confidence, score)
+    }
+
+    /// [`entry`] with its `sensitivity` assigned at `level`.
+    fn entry_at(
+        id: &str,
+        value: &str,
+        level: TagLevel,
         precedent_confidence: f64,
         score: f64,
     ) -> find_precedents::Entry {
@@ -340,7 +369,7 @@ mod tests {
             description: None,
             lf_tags: Some(Tags::from([(
                 "sensitivity".to_string(),
-                TagState::present(value, TagLevel::Column),
+                TagState::present(value, level),
             )])),
             score,
             match_type: crate::retrieval::MatchType::Both,
@@ -359,7 +388,10 @@ mod tests {
     ) -> Vec<(String, f64)> {
         let ctx = demo_context();
         let mut tally = Tally::default();
-        for (e, w) in entries.iter().zip(vote_weights(entries, rule)) {
+        for (e, w) in entries
+            .iter()
+            .zip(vote_weights(&ctx, "sensitivity", entries, rule))
+        {
             if let (Some(tags), Some(weight)) = (&e.lf_tags, w) {
                 let vote = Vote {
                     column: &e.id,
@@ -384,13 +416,20 @@ mod tests {
         vote_gate: 0.5,
         strict_ratio: 2.0,
         strict_gate: 0.5,
+        column_gate: 0.0,
     };
 
-    #[test]
-    fn one_direct_precedent_outvotes_entries_find_precedents_calls_another_kind() {
-        // Ranked first, a payee IBAN (a direct precedent); then four status columns of the same
-        // payment table, close in score, that find_precedents calls another kind of data.
-        let mut entries = vec![entry("column:p.pay.payee_iban", "high", 0.91, 0.40)];
+    /// Ranked first, a payee IBAN (a direct precedent at `direct`, its sensitivity set at
+    /// `level`); then four status columns of the same payment table, close in score, that
+    /// find_precedents calls another kind of data.
+    fn iban_and_four_statuses(direct: f64, level: TagLevel) -> Vec<find_precedents::Entry> {
+        let mut entries = vec![entry_at(
+            "column:p.pay.payee_iban",
+            "high",
+            level,
+            direct,
+            0.40,
+        )];
         for n in 0..4 {
             entries.push(entry(
                 &format!("column:p.pay.status_{n}"),
@@ -399,16 +438,35 @@ mod tests {
                 0.38,
             ));
         }
+        entries
+    }
+
+    #[test]
+    fn one_direct_precedent_outvotes_entries_find_precedents_calls_another_kind() {
+        let entries = iban_and_four_statuses(0.91, TagLevel::Column);
+        let follows_it = vec![("high".to_string(), 1.0), ("internal".to_string(), 0.0)];
+        assert_eq!(shares(&entries, &BY_EVIDENCE), follows_it);
+        // The shipped vote: a precedent at >= column_gate tags this key on the column itself,
+        // so it alone votes.
         assert_eq!(
-            shares(&entries, &BY_EVIDENCE),
-            vec![("high".to_string(), 1.0), ("internal".to_string(), 0.0)]
+            shares(&entries, &crate::retrieval::Vote::default()),
+            follows_it
         );
-        // The fused score squared (the vote before) follows the neighbours.
-        let by_score = crate::retrieval::Vote::default();
+    }
+
+    #[test]
+    fn a_direct_precedent_whose_tag_comes_from_its_table_votes_with_its_neighbours() {
+        // The same IBAN, its sensitivity inherited from its table: a statement about that table,
+        // so every entry votes with its fused score squared and the four neighbours outweigh it.
+        let entries = iban_and_four_statuses(0.91, TagLevel::Table);
+        let by_score = vec![("high".to_string(), 0.217), ("internal".to_string(), 0.783)];
         assert_eq!(
-            shares(&entries, &by_score),
-            vec![("high".to_string(), 0.217), ("internal".to_string(), 0.783)]
+            shares(&entries, &crate::retrieval::Vote::default()),
+            by_score
         );
+        // And so they do when it is tagged on the column but below column_gate.
+        let below = iban_and_four_statuses(0.89, TagLevel::Column);
+        assert_eq!(shares(&below, &crate::retrieval::Vote::default()), by_score);
     }
 
     #[test]
