@@ -25,10 +25,10 @@ long, old and new VIN: two calls). Pass description (what the column holds) and 
 alternatives (likely column names, the standard term). Returns entries, best first: columns \
 (id column:<domain>.<table>.<column>, lf_tags from the snapshot) and ontology values (id \
 ontology:<key>=<value>), each with precedent_confidence (0-1: how likely it holds the same \
-kind of data). If no column entry of the first page (limit 10) reaches 0.5, tell the user \
-the catalog has no such column and these are only the nearest; do not copy their tags. \
-Nothing found: match_type none, a hint and suggestions (not yet searched): retry with them \
-as alternatives. Next: get_dataset before relying on a column's tags.";
+kind of data). If no column entry of the first 10 (any limit) reaches 0.5, tell \
+the user the catalog has no such column and these are only the nearest; do not copy their \
+tags. Nothing found: match_type none, a hint and suggestions (not yet searched): retry with \
+them as alternatives. Later: get_dataset before relying on a column's tags.";
 
 /// The JSON Schema description of `description` (find_precedents; suggest_tags says the same
 /// through its own text): the words a host needs while writing it.
@@ -91,7 +91,7 @@ pub const IDENTIFIER_DESCRIPTION: &str = "About the name, not the meaning: true 
 column you look for is likely named with a key ending (id, key, no, nr: customer_id, \
 plate_no, mobile_nr, a code's concept_id, who did it: approved_by_id); false: columns so \
 named rank lower (score x0.7); true only lifts that penalty, so when unsure, true. Applies \
-to every phrasing. Omitted: decided per phrasing, true if a word is id, no, nr, number, key, \
+to every phrasing. Omitted: decided per phrasing, true if a word is id, no (also in no hit), nr, number, key, \
 kennung, who or wer or ends in nummer, except counts (number of, Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -292,7 +292,9 @@ fn render_instructions(ontology: &Ontology) -> String {
          alternatives and identifier, in the same turn (suggest_tags runs that search itself, over \
          columns only; find_precedents also shows ontology values); the user decides; then \
          resolve_lf_tag, and get_dataset on an existing target before its tags are written \
-         (suggest_tags says whether the target exists: a new table has nothing to read). A question of where such data is or how \
+         (not in the first turn: suggest_tags already reads the target and says whether it \
+         exists; a new table has nothing to read). suggest_tags proposes every key: answer the \
+         one asked and show the rest. A question of where such data is or how \
          existing columns are classified, with no column added, needs find_precedents alone. One \
          search per column, also for two of one kind (lat and long, old and new VIN: two \
          searches, each with its own suggest_tags). identifier, when given, applies to every \

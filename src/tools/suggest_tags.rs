@@ -25,12 +25,11 @@ pub const DESCRIPTION: &str = "Proposes a tag value per key for one column from 
 comparable columns (precedents) are tagged. Call it per column being added (also if asked as \
 how others are tagged), with find_precedents in the same turn and the same description, \
 alternatives and identifier (it runs that search over columns). Pass the target domain and \
-table as the request names them (table alone finds its domain). precedent_entries: the first \
-10 precedents, which vote; if none reaches precedent_confidence 0.5, each precedent \
-proposal's confidence is at most the best (unmeasured says why). Returns per key candidates \
-and proposal: tags, basis, confidence (share right here), conflicts (precedents of an \
-ordered key disagree: the stricter value unless clearly outweighed), unmeasured and \
-abstained (reason, next step). Next: show the user each value with its confidence and \
+table as the request names them (table alone finds its domain). Returns precedent_entries \
+(the first 10 precedents, which vote), per key candidates, and proposal for every key: tags, \
+basis, confidence (share right here; if no precedent reaches precedent_confidence 0.5, at most \
+the best one's), conflicts (precedents of an ordered key disagree: the stricter value unless \
+clearly outweighed), unmeasured (why) and abstained (reason, next step). Next: show the user each value with its confidence and \
 precedents; the user decides every key below 0.9 and every conflict; check the set with \
 resolve_lf_tag; once decided, read the target with get_dataset before writing tags.";
 
