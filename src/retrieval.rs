@@ -298,14 +298,28 @@ pub fn asks_for_identifier_with(description: &str, expansion: &[String]) -> bool
         matches!(w[0].as_str(), "number" | "numbers" | "count") && w[1] == "of"
             || w[0] == "how" && w[1] == "many"
     }) || words.iter().any(|w| w == "anzahl");
-    words.iter().chain(expansion).any(|w| {
-        let counted = count && matches!(w.as_str(), "number" | "numbers" | "count");
-        !counted
-            && (IDENTIFIER_WORDS.contains(&w.as_str())
-                || w.ends_with("nummer")
-                || (w.ends_with("nr") && w.len() > 2)
-                || w.starts_with("identif"))
-    })
+    // "no" names a record after its noun ("claim no", "policy no. of the payer"), not before
+    // another word ("no hit", "no-claims bonus", "yes/no flag").
+    let before_a_word = |i: usize| {
+        words
+            .get(i + 1)
+            .is_some_and(|next| !crate::index::lexical::ENGLISH_STOP_WORDS.contains(&next.as_str()))
+    };
+    let in_text = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w, w == "no" && before_a_word(i)));
+    in_text
+        .chain(expansion.iter().map(|w| (w, false)))
+        .any(|(w, negation)| {
+            let counted = count && matches!(w.as_str(), "number" | "numbers" | "count");
+            !counted
+                && !negation
+                && (IDENTIFIER_WORDS.contains(&w.as_str())
+                    || w.ends_with("nummer")
+                    || (w.ends_with("nr") && w.len() > 2)
+                    || w.starts_with("identif"))
+        })
 }
 
 /// What the dense side embeds for one phrasing: the text as given, with its expansion (the
@@ -697,6 +711,22 @@ mod tests {
         }
         for id in ["policy number", "customer_no", "Kundennummer", "claim id"] {
             assert!(asks_for_identifier_with(id, &[]), "{id}");
+        }
+    }
+
+    /// Pair: "no" after its noun names a record ("claim no", "policy no. of the payer"); "no"
+    /// before another word is a negation or a value ("no hit", "no-claims bonus", "yes/no flag").
+    #[test]
+    fn no_after_its_noun_asks_for_an_identifier_and_no_before_a_word_does_not() {
+        for id in ["claim no", "policy no. of the payer", "Policy No"] {
+            assert!(asks_for_identifier_with(id, &[]), "{id}");
+        }
+        for value in [
+            "sanctions screening result: no hit, suspected hit or confirmed hit",
+            "no-claims bonus class",
+            "yes/no flag whether the letter came back",
+        ] {
+            assert!(!asks_for_identifier_with(value, &[]), "{value}");
         }
     }
 
