@@ -298,17 +298,26 @@ pub fn asks_for_identifier_with(description: &str, expansion: &[String]) -> bool
         matches!(w[0].as_str(), "number" | "numbers" | "count") && w[1] == "of"
             || w[0] == "how" && w[1] == "many"
     }) || words.iter().any(|w| w == "anzahl");
-    // "no" names a record after its noun ("claim no", "policy no. of the payer"), not before
-    // another word ("no hit", "no-claims bonus", "yes/no flag").
-    let before_a_word = |i: usize| {
-        words
-            .get(i + 1)
-            .is_some_and(|next| !crate::index::lexical::ENGLISH_STOP_WORDS.contains(&next.as_str()))
-    };
-    let in_text = words
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (w, w == "no" && before_a_word(i)));
+    // "no" written as a word names a record after its noun ("claim no", "policy no. of the
+    // payer") and is a negation or a value before another word ("no hit", "no-claims bonus",
+    // "yes/no flag"); joined to a name ("claim_no", "claimNo") it is always a key ending.
+    let mut marked: Vec<(String, bool)> = Vec::new();
+    for token in description.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')) {
+        let lower = token.to_lowercase();
+        let standalone = lower == "no" || lower.starts_with("no-");
+        for (i, w) in crate::text::words(&crate::text::split_identifier(token))
+            .into_iter()
+            .enumerate()
+        {
+            marked.push((w, standalone && i == 0));
+        }
+    }
+    let in_text = marked.iter().enumerate().map(|(i, (w, standalone))| {
+        let before_a_word = marked.get(i + 1).is_some_and(|(next, _)| {
+            !crate::index::lexical::ENGLISH_STOP_WORDS.contains(&next.as_str())
+        });
+        (w, *standalone && w == "no" && before_a_word)
+    });
     in_text
         .chain(expansion.iter().map(|w| (w, false)))
         .any(|(w, negation)| {
@@ -718,7 +727,13 @@ mod tests {
     /// before another word is a negation or a value ("no hit", "no-claims bonus", "yes/no flag").
     #[test]
     fn no_after_its_noun_asks_for_an_identifier_and_no_before_a_word_does_not() {
-        for id in ["claim no", "policy no. of the payer", "Policy No"] {
+        for id in [
+            "claim no",
+            "policy no. of the payer",
+            "Policy No",
+            "claim_no: S-year claim reference",
+            "claimNo printed on letters",
+        ] {
             assert!(asks_for_identifier_with(id, &[]), "{id}");
         }
         for value in [

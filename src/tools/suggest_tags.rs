@@ -308,27 +308,43 @@ pub fn run_with_evidence(
     let mut conflicts = BTreeMap::new();
     for spec in &ctx.ontology.keys {
         let key = spec.key.0.as_str();
-        let mut precedents = Tally::default();
+        let tally = |weights: &[Option<f64>]| {
+            let mut t = Tally::default();
+            for ((e, found_by), weight) in found.entries.iter().zip(&found_evidence).zip(weights) {
+                if let (Some(tags), Some(weight)) = (&e.lf_tags, weight) {
+                    // The description's own similarity, not the best of any phrasing: an
+                    // alternative that matches an unrelated column's name word must not lift
+                    // the evidence (the support floor holds with alternatives).
+                    let vote = Vote {
+                        column: &e.id,
+                        tags,
+                        weight: *weight,
+                        similarity: found_by.description_similarity.max(0.0),
+                        score: e.score,
+                        precedent_confidence: e.precedent_confidence,
+                    };
+                    t.add(ctx, key, vote);
+                }
+            }
+            t
+        };
         let weights = vote_weights(ctx, key, &found.entries, &rule);
         for (voted, weight) in voted_on_every_key.iter_mut().zip(&weights) {
             *voted &= weight.is_some();
         }
-        for ((e, found_by), weight) in found.entries.iter().zip(&found_evidence).zip(&weights) {
-            if let (Some(tags), Some(weight)) = (&e.lf_tags, weight) {
-                // The description's own similarity, not the best of any phrasing: an
-                // alternative that matches an unrelated column's name word must not lift
-                // the evidence (the support floor holds with alternatives).
-                let vote = Vote {
-                    column: &e.id,
-                    tags,
-                    weight: *weight,
-                    similarity: found_by.description_similarity.max(0.0),
-                    score: e.score,
-                    precedent_confidence: e.precedent_confidence,
-                };
-                precedents.add(ctx, key, vote);
-            }
-        }
+        let precedents = tally(&weights);
+        // What the confidence is measured on: the whole neighbourhood's vote, also where a close
+        // precedent's own tag decides the proposal (column_gate), so that a close precedent the
+        // rest of the neighbourhood contradicts is not taken as sure.
+        let neighbourhood = if weights.iter().all(Option::is_some) {
+            None
+        } else {
+            let everyone = crate::retrieval::Vote {
+                column_gate: 0.0,
+                ..rule
+            };
+            Some(tally(&vote_weights(ctx, key, &found.entries, &everyone)))
+        };
         let siblings = dataset.map(|ds| {
             let mut t = Tally::default();
             for c in &ds.columns {
@@ -422,7 +438,10 @@ pub fn run_with_evidence(
             None => (voted.first().copied(), voted.get(1).copied()),
         };
         if let Some(top) = top {
-            let e = precedents.evidence(&top.value, second.map(|c| c.value.as_str()));
+            let e = neighbourhood
+                .as_ref()
+                .unwrap_or(&precedents)
+                .evidence(&top.value, second.map(|c| c.value.as_str()));
             evidence.insert(key.to_string(), e);
         }
         if let Some(i) = &inherited {
