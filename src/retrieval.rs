@@ -292,12 +292,6 @@ pub fn asks_for_identifier(snapshot: &Snapshot, description: &str) -> bool {
 /// A count ("number of claims", "Anzahl der Schäden") is not an identifier: there, `number`
 /// (in the text or in its glossary expansion) is not counted.
 pub fn asks_for_identifier_with(description: &str, expansion: &[String]) -> bool {
-    let split = crate::text::split_identifier(description);
-    let words = crate::text::words(&split);
-    let count = words.windows(2).any(|w| {
-        matches!(w[0].as_str(), "number" | "numbers" | "count") && w[1] == "of"
-            || w[0] == "how" && w[1] == "many"
-    }) || words.iter().any(|w| w == "anzahl");
     // "no" written as a word names a record after its noun ("claim no", "policy no. of the
     // payer") and is a negation or a value before another word ("no hit", "no-claims bonus",
     // "yes/no flag"); joined to a name ("claim_no", "claimNo") it is always a key ending.
@@ -312,6 +306,11 @@ pub fn asks_for_identifier_with(description: &str, expansion: &[String]) -> bool
             marked.push((w, standalone && i == 0));
         }
     }
+    let count = marked.windows(2).any(|w| {
+        let (first, second) = (w[0].0.as_str(), w[1].0.as_str());
+        matches!(first, "number" | "numbers" | "count") && second == "of"
+            || first == "how" && second == "many"
+    }) || marked.iter().any(|(w, _)| w == "anzahl");
     let in_text = marked.iter().enumerate().map(|(i, (w, standalone))| {
         let before_a_word = marked.get(i + 1).is_some_and(|(next, _)| {
             !crate::index::lexical::ENGLISH_STOP_WORDS.contains(&next.as_str())
