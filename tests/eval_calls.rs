@@ -64,7 +64,7 @@ fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
     // The misses are exactly the judged keys not counted right: none for residency, one per
     // wrong or abstained key elsewhere, each naming a value other than the truth.
     for (key, k) in &r.suggest_tags {
-        let misses: Vec<&calls::Miss> = r.misses.iter().filter(|m| &m.key == key).collect();
+        let misses: Vec<&calls::Judged> = r.misses.iter().filter(|m| &m.key == key).collect();
         assert_eq!(
             misses.len(),
             k.wrong + k.inherited_wrong + k.abstained,
@@ -82,6 +82,15 @@ fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
         assert!(k.understated_at_0_5 <= k.understated, "{key}: {k:?}");
     }
     assert!(r.misses.iter().all(|m| m.key != "residency"));
+    // judged lists every judged key once, right or not; misses are exactly its wrong ones.
+    let judged: usize = r.suggest_tags.values().map(|k| k.judged).sum();
+    assert_eq!(r.judged.len(), judged);
+    let wrong: Vec<&calls::Judged> = r.judged.iter().filter(|j| !j.right).collect();
+    assert_eq!(wrong, r.misses.iter().collect::<Vec<_>>());
+    assert!(r
+        .judged
+        .iter()
+        .all(|j| j.right == (j.proposed.as_deref() == Some(j.truth.as_str()))));
 }
 
 #[test]

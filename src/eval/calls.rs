@@ -146,12 +146,16 @@ pub struct CallsReport {
     pub missing_calls: BTreeMap<String, usize>,
     /// Every judged key that was not proposed right, in request order: what to read first when a
     /// figure moves.
-    pub misses: Vec<Miss>,
+    pub misses: Vec<Judged>,
+    /// Every judged key, right or not, in request order: what two call files are compared on
+    /// request by request (the requests both answered with suggest_tags), since hosts differ in
+    /// which requests they call suggest_tags for.
+    pub judged: Vec<Judged>,
 }
 
-/// One judged key of one request that the first suggest_tags call did not get right.
+/// One judged key of one request: what the first suggest_tags call proposed, against the truth.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Miss {
+pub struct Judged {
     pub id: String,
     pub key: String,
     /// The proposed value; `None`: the key abstained.
@@ -160,6 +164,7 @@ pub struct Miss {
     pub truth: String,
     pub confidence: Option<f64>,
     pub basis: Option<String>,
+    pub right: bool,
 }
 
 /// The majority present value of `key` among `columns` (ties and none → `None`).
@@ -229,6 +234,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
         new_table_errors: 0,
         missing_calls: BTreeMap::new(),
         misses: Vec::new(),
+        judged: Vec::new(),
     };
     let mut ranked: Vec<Vec<String>> = Vec::new();
     let mut labelled: Vec<Labelled> = Vec::new();
@@ -336,16 +342,19 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
             let confidence = proposal["confidence"][key].as_f64();
             let proposed = proposal["tags"][key].as_str();
             let basis = proposal["basis"][key].as_str();
-            if proposed != Some(truth.as_str()) {
-                r.misses.push(Miss {
-                    id: line.id.clone(),
-                    key: key.to_string(),
-                    proposed: proposed.map(str::to_string),
-                    truth: truth.clone(),
-                    confidence,
-                    basis: basis.map(str::to_string),
-                });
+            let judged = Judged {
+                id: line.id.clone(),
+                key: key.to_string(),
+                proposed: proposed.map(str::to_string),
+                truth: truth.clone(),
+                confidence,
+                basis: basis.map(str::to_string),
+                right: proposed == Some(truth.as_str()),
+            };
+            if !judged.right {
+                r.misses.push(judged.clone());
             }
+            r.judged.push(judged);
             let Some(value) = proposed else {
                 k.abstained += 1;
                 continue;
