@@ -91,8 +91,9 @@ pub const IDENTIFIER_DESCRIPTION: &str = "About the name, not the meaning: true 
 column you look for is likely named with a key ending (id, key, no, nr: customer_id, \
 plate_no, mobile_nr, a code's concept_id, who did it: approved_by_id); false: columns so \
 named rank lower (score x0.7); true only lifts that penalty, so when unsure, true. Applies \
-to every phrasing. Omitted: decided per phrasing, true if a word is id, no (claim no, not no hit), nr, number, key, \
-kennung, who or wer or ends in nummer, except counts (number of, Anzahl).";
+to every phrasing. Omitted: decided per phrasing, true if a word is id, no after its noun \
+(claim no), nr, number, key, kennung, who or wer or ends in nummer, except counts (number of, \
+Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entry {

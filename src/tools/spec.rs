@@ -316,10 +316,10 @@ fn render_instructions(ontology: &Ontology) -> String {
          out of the word match, so they and acronyms spelled like them match by meaning only \
          (spell those out): {} (the whole list; other acronyms, such as HIS or LEI, match as \
          words). That changes nothing else: a name ending in _no is still a key column, and no \
-         after its noun (claim no, not no hit) still asks for an identifier. ttlMs and cacheScope on a list or an answer: how many milliseconds it may \
-         be reused, and whether it may be shared between users (public) or not (private). \
-         x-mcp-header on domain: the client also sends it as an HTTP header for routing, which \
-         is why domain there is a plain string.",
+         after its noun (claim no) still asks for an identifier. ttlMs and cacheScope on a list or \
+         an answer: how many milliseconds it may be reused, and whether it may be shared between \
+         users (public) or not (private). x-mcp-header on domain: the client also sends it as an \
+         HTTP header for routing, which is why domain there is a plain string.",
         vocabulary.join("; "),
         order,
         crate::index::lexical::ENGLISH_STOP_WORDS.join(", ")
