@@ -23,9 +23,9 @@ are classified; when a column is being added (even if asked as how others are ta
 it and suggest_tags in the same turn. One call per column, also for two of one kind (lat and \
 long, old and new VIN: two calls). Pass description (what the column holds) and 3-5 \
 alternatives (likely column names, the standard term). Returns entries, best first: columns \
-(id column:<domain>.<table>.<column>, lf_tags from the snapshot) and ontology values (id \
+(id column:<domain>.<table>.<column>, lf_tags) and ontology values (id \
 ontology:<key>=<value>), each with precedent_confidence (0-1: how likely it holds the same \
-kind of data). If no column entry of the first 10 (any limit) reaches 0.5, tell \
+kind of data). If no column entry of the first 10 (whatever limit you set) reaches 0.5, tell \
 the user the catalog has no such column and these are only the nearest; do not copy their \
 tags. Nothing found: match_type none, a hint and suggestions (not yet searched): retry with \
 them as alternatives. Later: get_dataset before relying on a column's tags.";
