@@ -48,6 +48,16 @@ fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
         json!({"find_precedents": 1})
     );
     assert_eq!(r.find_precedents_requests, 1);
+    // The one searched positive request, and the reciprocal of its rank is the MRR.
+    assert_eq!(r.find_precedents_ranks.len(), 1);
+    let rank = r.find_precedents_ranks[0]
+        .rank
+        .expect("a relevant entry is in the answer");
+    assert!(rank <= 10);
+    assert_eq!(
+        r.find_precedents.mrr,
+        (10_000.0 / rank as f64).round() / 10_000.0
+    );
     assert_eq!(r.negative_with_find_precedents, 1);
     assert_eq!(r.suggest_tags_requests, 2);
     // Every key of policy.customer's iban and vn_gebdat is present: 5 keys judged per request.

@@ -114,6 +114,10 @@ pub struct CallsReport {
     pub find_precedents: Metrics,
     /// Positive requests with a find_precedents call.
     pub find_precedents_requests: usize,
+    /// Each of those requests and the 1-based rank of its first relevant entry (`None`: none in
+    /// the answer), in request order: `find_precedents.mrr` is the mean of 1 / rank over those
+    /// within the first 10.
+    pub find_precedents_ranks: Vec<FirstRelevant>,
     /// Negative requests whose first find_precedents answer has an entry with
     /// precedent_confidence >= 0.5 (of `negative_with_find_precedents`).
     pub negative_with_precedent: usize,
@@ -151,6 +155,13 @@ pub struct CallsReport {
     /// request by request (the requests both answered with suggest_tags), since hosts differ in
     /// which requests they call suggest_tags for.
     pub judged: Vec<Judged>,
+}
+
+/// Where a request's first relevant entry stood in its first find_precedents answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FirstRelevant {
+    pub id: String,
+    pub rank: Option<usize>,
 }
 
 /// One judged key of one request: what the first suggest_tags call proposed, against the truth.
@@ -217,6 +228,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
         negative_requests: 0,
         find_precedents: Metrics::default(),
         find_precedents_requests: 0,
+        find_precedents_ranks: Vec::new(),
         negative_with_precedent: 0,
         negative_with_find_precedents: 0,
         positive_first_direct_confident: 0,
@@ -394,6 +406,17 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
     let positives: Vec<&Labelled> = labelled.iter().collect();
     r.find_precedents_requests = positives.len();
     r.find_precedents = queries::metrics(&ranked, &positives);
+    r.find_precedents_ranks = positives
+        .iter()
+        .zip(&ranked)
+        .map(|(q, ids)| FirstRelevant {
+            id: q.id.clone().unwrap_or_default(),
+            rank: ids
+                .iter()
+                .position(|id| q.relevant.contains_key(id))
+                .map(|i| i + 1),
+        })
+        .collect();
     let (mut right, mut judged) = (0, 0);
     for k in r.suggest_tags.values_mut() {
         k.accuracy = round4((k.right + k.inherited_right) as f64 / k.judged.max(1) as f64);
