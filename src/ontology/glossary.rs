@@ -238,10 +238,23 @@ impl Glossary {
             if w.chars().count() < MIN_PART || w.chars().all(|c| c.is_ascii_digit()) {
                 continue;
             }
-            let parts = match self.decompose(w) {
-                Some(parts) => parts,
-                None => self.partial(w),
-            };
+            let restored = umlauts_restored(w);
+            let parts = self
+                .decompose(w)
+                .or_else(|| self.decompose(restored.as_deref()?))
+                .unwrap_or_else(|| {
+                    let mut parts = self.partial(w);
+                    for part in restored
+                        .as_deref()
+                        .map(|r| self.partial(r))
+                        .unwrap_or_default()
+                    {
+                        if !parts.contains(&part) {
+                            parts.push(part);
+                        }
+                    }
+                    parts
+                });
             for part in parts {
                 for term in &self.entries[part] {
                     if !query_words.contains(term) && !out.contains(term) {
@@ -252,6 +265,35 @@ impl Glossary {
         }
         out
     }
+}
+
+/// `w` with ae, oe and ue read as the umlauts they stand for where ä, ö and ü are not at hand
+/// (`pruefung`, `gebuehr`), folded as [`fold`] folds them (to a, o, u); `None` without such a
+/// pair. [`Glossary::expand`] reads a word in both spellings: an English word with such a pair
+/// (`value`, `queue`) is no German word either way.
+/// The u of eue and que is no umlaut (`steuer`, `neue`, `queue`).
+fn umlauts_restored(w: &str) -> Option<String> {
+    let chars: Vec<char> = w.chars().collect();
+    let mut out = String::with_capacity(w.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let umlaut = chars.get(i + 1) == Some(&'e')
+            && match c {
+                'a' | 'o' => true,
+                'u' => !matches!(i.checked_sub(1).map(|p| chars[p]), Some('e' | 'q')),
+                _ => false,
+            };
+        out.push(c);
+        if umlaut {
+            changed = true;
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    changed.then_some(out)
 }
 
 #[cfg(test)]
@@ -301,6 +343,38 @@ mod tests {
         );
         // Short words are not taken apart on a partial match.
         assert!(g.expand("Kundexyz").is_empty());
+    }
+
+    #[test]
+    fn ae_oe_ue_spellings_expand_as_the_umlauts_they_stand_for_and_english_words_with_them_do_not()
+    {
+        let g = Glossary::parse(
+            "prüfung\tcheck review\nsanktion\tsanction\nliste\tlist\ngebühr\tfee\n",
+        )
+        .unwrap();
+        assert_eq!(
+            g.expand("Sanktionslistenpruefung"),
+            g.expand("Sanktionslistenprüfung")
+        );
+        assert_eq!(
+            g.expand("Sanktionslistenpruefung"),
+            vec!["sanction", "list", "check", "review"]
+        );
+        assert_eq!(g.expand("Gebuehren"), vec!["fee"]);
+        // A compound that splits only in part gives its known parts in either spelling.
+        let partial = Glossary::parse("sanktion\tsanction\nprüfung\tcheck\n").unwrap();
+        assert_eq!(
+            partial.expand("Sanktionslistenpruefung"),
+            vec!["sanction", "check"]
+        );
+        assert!(g.expand("value queue blue aerosol").is_empty());
+        assert_eq!(umlauts_restored("gebuehr").as_deref(), Some("gebuhr"));
+        assert_eq!(umlauts_restored("steuer"), None);
+        assert_eq!(umlauts_restored("queue"), None);
+        assert_eq!(
+            umlauts_restored("faelligkeit").as_deref(),
+            Some("falligkeit")
+        );
     }
 
     #[test]
