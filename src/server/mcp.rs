@@ -276,10 +276,16 @@ impl Service<RoleServer> for Stdio {
     }
 }
 
-/// Serves MCP on stdin/stdout until the client closes the stream.
+/// Serves MCP on stdin/stdout until the client closes the stream and every request read has
+/// been answered ([`super::stdio`]).
 pub async fn serve_stdio(state: Arc<AppState>) -> Result<(), ServerError> {
+    let (stdin, stdout) = rmcp::transport::stdio();
     let running = Stdio(GovcatMcp::new(state))
-        .serve(rmcp::transport::stdio())
+        .serve(super::stdio::transport(
+            stdin,
+            stdout,
+            super::stdio::QUIET_CAP,
+        ))
         .await
         .map_err(|e| {
             ServerError::runtime(

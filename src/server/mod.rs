@@ -30,6 +30,8 @@
 //!   sealing a new session's id and unsealing (restoring) a moved one.
 //! - [`mcp`]: the MCP adapter (rmcp) over Streamable HTTP and stdio, and the [`mcp::AuditSlot`]
 //!   its handler fills for the gate.
+//! - [`stdio`]: stdin and stdout for `mcp-stdio`, the end of stdin held back until every
+//!   request read is answered (rmcp alone gives running calls 5 s).
 //! - [`guard`]: what stands between a request and a handler — token, bound on requests in
 //!   flight, the scope gate in front of rmcp, the audit of MCP calls over HTTP.
 //! - [`rest`]: the REST mirror, health, readiness and metrics routes, and the axum app that
@@ -47,6 +49,7 @@ pub mod metrics;
 pub mod portable;
 pub mod rest;
 pub mod sessions;
+pub mod stdio;
 mod supply;
 
 pub use args::*;
