@@ -28,10 +28,10 @@
 //! - [`sessions`]: MCP sessions with caps (total, per principal, idle time) in front of rmcp's
 //!   session manager; who is evicted at a cap and what a refused `initialize` is answered;
 //!   sealing a new session's id and unsealing (restoring) a moved one.
-//! - [`mcp`]: the MCP adapter (rmcp) over Streamable HTTP and stdio, and the [`mcp::AuditSlot`]
-//!   its handler fills for the gate.
 //! - [`stdio`]: stdin and stdout for `mcp-stdio`, the end of stdin held back until every
 //!   request read is answered (rmcp alone gives running calls 5 s).
+//! - [`mcp`]: the MCP adapter (rmcp) over Streamable HTTP and stdio, and the [`mcp::AuditSlot`]
+//!   its handler fills for the gate.
 //! - [`guard`]: what stands between a request and a handler — token, bound on requests in
 //!   flight, the scope gate in front of rmcp, the audit of MCP calls over HTTP.
 //! - [`rest`]: the REST mirror, health, readiness and metrics routes, and the axum app that
