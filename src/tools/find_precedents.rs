@@ -25,7 +25,7 @@ long, old and new VIN: two calls). Pass description (what the column holds) and 
 alternatives (likely column names, the standard term). Returns entries, best first: columns \
 (id column:<domain>.<table>.<column>, lf_tags) and ontology values (id \
 ontology:<key>=<value>), each with precedent_confidence (0-1: how likely it holds the same \
-kind of data). If no column entry of the first 10 (whatever limit you set) reaches 0.5, tell \
+kind of data). If no column among the first 10 entries (whatever limit you set) reaches 0.5, tell \
 the user the catalog has no such column and these are only the nearest; do not copy their \
 tags. Nothing found: match_type none, a hint and suggestions (not yet searched): retry with \
 them as alternatives. Later: get_dataset before relying on a column's tags.";
@@ -38,13 +38,14 @@ what is in it: not, without, kein and a leading - exclude nothing and there is n
 option, so leave out what it is not (\"IBAN, not stored in clear\" finds clear IBANs; write \
 \"hashed IBAN\"). Only word* (prefix) and \"quoted words\" (phrase) are operators. Acronyms \
 that are English stop words (IT, NO, OR; the instructions list every one) match by meaning \
-only: spell them out; other acronyms (HIS, LEI) match as words.";
+only: spell them out; other acronyms (HIS, LEI) match as words. Name the values it holds as \
+the request does (hit / no hit).";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str =
     "Up to 8 other phrasings (3-5 is typical), each searched like the description: likely \
-column names in snake_case (payee_iban; payee iban is the same words: not refused, a wasted \
-slot), the standard term, English words. Specific beats broad (bank info pulls unrelated \
+column names in snake_case (payee_iban, not also payee iban: \
+the same words), the standard term, English words. Specific beats broad (bank info pulls unrelated \
 columns in). Each 1-200 characters; the same text as another or as the description (case \
 ignored) refuses the call; [] means none.";
 
@@ -89,8 +90,9 @@ the target's domain.", length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
 /// What the schema says of `identifier`.
 pub const IDENTIFIER_DESCRIPTION: &str = "About the name, not the meaning: true when the \
 column you look for is likely named with a key ending (id, key, no, nr: customer_id, \
-plate_no, mobile_nr, a code's concept_id, who did it: approved_by_id); false: columns so \
-named rank lower (score x0.7); true only lifts that penalty, so when unsure, true. Applies \
+plate_no, mobile_nr, concept_id, who did it: approved_by_id; number, code, ref, token are not \
+key endings); false: columns so named rank lower (score x0.7); true only lifts that penalty, so \
+when unsure, true. Applies \
 to every phrasing. Omitted: decided per phrasing, true if a word is id, no after its noun \
 (claim no), nr, number, key, kennung, who or wer or ends in nummer, except counts (number of, \
 Anzahl).";

@@ -308,7 +308,7 @@ fn render_instructions(ontology: &Ontology) -> String {
          key fits the data, say so and let the user decide; never invent one. An optional \
          argument sent as null is the same as omitted (except suggest_tags' domain: omit it). \
          Search text: no word excludes (not, without, kein, a leading -); word* is a prefix, \
-         \"quoted words\" a phrase; identifiers split at _ and camelCase; German words, common \
+         \"quoted words\" a phrase; words split at _, - and camelCase; German words, common \
          column abbreviations (cust, addr, dob, txn, nr) and run-together words whose parts the \
          catalog uses are expanded for you, as request.glossary_terms shows (list_domains \
          include_glossary true lists the words and abbreviations); ä, ö, ü fold to a, o, u, not to \
