@@ -338,6 +338,21 @@ fn newton(x: &[[f64; NF]], y: &[f64], free: &[bool; NF]) -> [f64; NF + 1] {
             .map(|&k| if k == 0 { 1.0 } else { xi[k - 1] })
             .collect()
     };
+    // The penalised log-likelihood, which every accepted step raises: a plain Newton step can
+    // overshoot on nearly separable rows and diverge (fides-saas data_category fitted on 861
+    // proposals, 99 % right: intercept 4.9e8 and every proposal at confidence 1).
+    let objective = |beta: &[f64; NF + 1]| -> f64 {
+        let ll: f64 = x
+            .iter()
+            .zip(y)
+            .map(|(xi, &yi)| {
+                let z = beta[0] + (0..NF).map(|j| beta[j + 1] * xi[j]).sum::<f64>();
+                yi * log_sigmoid(z) + (1.0 - yi) * log_sigmoid(-z)
+            })
+            .sum();
+        ll - 0.5 * RIDGE * (1..=NF).map(|k| beta[k] * beta[k]).sum::<f64>()
+    };
+    let mut current = objective(&beta);
     for _ in 0..50 {
         let mut grad = vec![0.0; m];
         let mut hess = vec![vec![0.0; m]; m];
@@ -361,16 +376,41 @@ fn newton(x: &[[f64; NF]], y: &[f64], free: &[bool; NF]) -> [f64; NF + 1] {
         let Some(step) = solve(hess, grad) else {
             break;
         };
-        let mut largest: f64 = 0.0;
-        for a in 0..m {
-            beta[idx[a]] += step[a];
-            largest = largest.max(step[a].abs());
+        // Halve the step until the objective does not fall (at most 30 times).
+        let mut scale = 1.0;
+        let mut accepted = None;
+        for _ in 0..30 {
+            let mut next = beta;
+            for a in 0..m {
+                next[idx[a]] += scale * step[a];
+            }
+            let value = objective(&next);
+            if value >= current {
+                accepted = Some((next, value));
+                break;
+            }
+            scale *= 0.5;
         }
+        let Some((next, value)) = accepted else {
+            break;
+        };
+        let largest = (0..m).map(|a| (scale * step[a]).abs()).fold(0.0, f64::max);
+        beta = next;
+        current = value;
         if largest < 1e-8 {
             break;
         }
     }
     beta
+}
+
+/// ln(sigmoid(z)), finite for every finite z.
+fn log_sigmoid(z: f64) -> f64 {
+    if z >= 0.0 {
+        -(-z).exp().ln_1p()
+    } else {
+        z - z.exp().ln_1p()
+    }
 }
 
 /// Solves `a · s = b` by Gaussian elimination with partial pivoting; `None` when singular.
@@ -700,6 +740,38 @@ mod tests {
         );
         assert!((direct - neighbour).abs() < 0.01, "{direct} vs {neighbour}");
         assert!((direct - 0.8).abs() < 0.02, "{direct}");
+    }
+
+    #[test]
+    fn a_nearly_separable_fit_stays_finite_and_keeps_the_rate_of_the_weak_proposals() {
+        // 850 unanimous direct precedents all right, 10 split weak ones right half the time:
+        // an undamped Newton step overshoots here (intercept 7e8, every proposal at 1).
+        let strong = Evidence {
+            precedent_confidence: 0.95,
+            ..ev(1.0, 0.9)
+        };
+        let weak = Evidence {
+            precedent_confidence: 0.3,
+            ..ev(0.5, 0.9)
+        };
+        let mut obs: Vec<Observation> = (0..850)
+            .map(|_| Observation {
+                key: "k".into(),
+                evidence: strong,
+                correct: true,
+            })
+            .collect();
+        obs.extend((0..10).map(|i| Observation {
+            key: "k".into(),
+            evidence: weak,
+            correct: i < 5,
+        }));
+        let map = fit(&obs, 860, false, BTreeMap::new());
+        let model = &map.keys["k"];
+        assert!(model.intercept.abs() < 10.0, "intercept {}", model.intercept);
+        let (strong, weak) = (map.confidence("k", &strong), map.confidence("k", &weak));
+        assert!((weak - 0.5).abs() < 0.1, "weak {weak}");
+        assert!(strong > 0.99, "strong {strong}");
     }
 
     #[test]
