@@ -38,8 +38,8 @@ what is in it: not, without, kein and a leading - exclude nothing and there is n
 option, so leave out what it is not (\"IBAN, not stored in clear\" finds clear IBANs; write \
 \"hashed IBAN\"). Only word* (prefix) and \"quoted words\" (phrase) are operators. Acronyms \
 that are English stop words (IT, NO, OR; the instructions list every one) match by meaning \
-only: spell them out; other acronyms (HIS, LEI) match as words. Name the values it holds as \
-the request does (hit / no hit).";
+only: spell them out; other acronyms (HIS, LEI) match as words. Name the values it holds, negative \
+ones too (no hit, suspected hit).";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str =
@@ -88,14 +88,13 @@ the target's domain.", length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
 }
 
 /// What the schema says of `identifier`.
-pub const IDENTIFIER_DESCRIPTION: &str = "About the name, not the meaning: true when the \
-column you look for is likely named with a key ending (id, key, no, nr: customer_id, \
-plate_no, mobile_nr, concept_id, who did it: approved_by_id; number, code, ref, token are not \
-key endings); false: columns so named rank lower (score x0.7); true only lifts that penalty, so \
-when unsure, true. Applies \
-to every phrasing. Omitted: decided per phrasing, true if a word is id, no after its noun \
-(claim no), nr, number, key, kennung, who or wer or ends in nummer, except counts (number of, \
-Anzahl).";
+pub const IDENTIFIER_DESCRIPTION: &str = "About the name, not the meaning. false ranks \
+columns whose name ends in id, key, no or nr (customer_id, plate_no, mobile_nr) \
+lower (score x0.7); names ending in number, code, ref or token never are. true, when such a name \
+is likely (an ID, a printed number, who did it), lifts that; when unsure, true. \
+Applies to every phrasing. Omitted: inferred per phrasing, true if a word is id, nr, key, \
+kennung, who, wer, number (claim number: claim_no) or no after its noun (claim \
+no), or ends in nummer; not for counts (number of, Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entry {

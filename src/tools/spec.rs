@@ -311,8 +311,9 @@ fn render_instructions(ontology: &Ontology) -> String {
          \"quoted words\" a phrase; words split at _, - and camelCase; German words, common \
          column abbreviations (cust, addr, dob, txn, nr) and run-together words whose parts the \
          catalog uses are expanded for you, as request.glossary_terms shows (list_domains \
-         include_glossary true lists the words and abbreviations); ä, ö, ü fold to a, o, u, not to \
-         ae, oe, ue (add such a spelling as an alternative). These English stop words are left \
+         include_glossary true lists the words and abbreviations); ä, ö, ü fold to a, o, u, so for a \
+         German word with one also pass its ae, oe, ue spelling, as column names write it \
+         (Prüfung: Pruefung). These English stop words are left \
          out of the word match, so they and acronyms spelled like them match by meaning only \
          (spell those out): {} (the whole list; other acronyms, such as HIS or LEI, match as \
          words). That changes nothing else: a name ending in _no is still a key column, and no \
