@@ -768,7 +768,11 @@ mod tests {
         }));
         let map = fit(&obs, 860, false, BTreeMap::new());
         let model = &map.keys["k"];
-        assert!(model.intercept.abs() < 10.0, "intercept {}", model.intercept);
+        assert!(
+            model.intercept.abs() < 10.0,
+            "intercept {}",
+            model.intercept
+        );
         let (strong, weak) = (map.confidence("k", &strong), map.confidence("k", &weak));
         assert!((weak - 0.5).abs() < 0.1, "weak {weak}");
         assert!(strong > 0.99, "strong {strong}");
