@@ -80,4 +80,8 @@ for key in sorted({k for _, k in pairs}) + ["all keys"]:
     lo, hi = interval(d)
     print(f"suggest_tags {key}: {mean([mean(ta[x]) for x in p]):.3f} / {mean([mean(tb[x]) for x in p]):.3f} "
           f"on {len(p)} (request, key) pairs, difference [{lo:+.3f}, {hi:+.3f}]: {verdict(lo, hi)}")
+print(f"judged by {a} only: {len(set(ta) - set(tb))}, by {b} only: {len(set(tb) - set(ta))}")
+for diff, x in sorted((mean(ta[x]) - mean(tb[x]), x) for x in pairs):
+    if diff:
+        print(f"  {x[0]} {x[1]}: {diff:+.2f}")
 PY
