@@ -36,18 +36,21 @@ pub const QUERY_DESCRIPTION: &str = "What the column holds, in English (1-1000 c
 translate a non-English request and pass the user's own term as an alternative. State only \
 what is in it: not, without, kein and a leading - exclude nothing and there is no exclude \
 option, so leave out what it is not (\"IBAN, not stored in clear\" finds clear IBANs; write \
-\"hashed IBAN\"). Only word* (prefix) and \"quoted words\" (phrase) are operators. Acronyms \
-that are English stop words (IT, NO, OR; the instructions list every one) match by meaning \
-only: spell them out; other acronyms (HIS, LEI) match as words. Name the values it holds, negative \
-ones too (no hit, suspected hit).";
+\"hashed IBAN\"); a - inside a word (non-binary, S-2024-1) splits it. Only word* (prefix) and \
+\"quoted words\" (phrase) are operators. Acronyms spelled as English stop words (A, AS, AT, BE, \
+BY, IF, IN, IS, IT, NO, ON, OR, TO) match by meaning only: spell them out; other acronyms (HIS, \
+LEI) match as words. Name the values it holds, negative ones too (no hit, suspected hit): a \
+value is not an exclusion.";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str =
     "Up to 8 other phrasings (3-5 is typical), each searched like the description: likely \
-column names in snake_case (payee_iban, not also payee iban: \
-the same words), the standard term, English words. Specific beats broad (bank info pulls unrelated \
-columns in). Each 1-200 characters; the same text as another or as the description (case \
-ignored) refuses the call; [] means none.";
+column names in snake_case, the standard term, English words; for a German word with \
+ä, ö or ü, also its ae, oe, ue spelling (Pruefung). One that has only words of \
+another (payee iban or iban_payee next to payee_iban; date_of_birth next to dob, which the \
+glossary expands) wastes a slot. Specific beats broad (bank info pulls unrelated columns in). Each 1-200 \
+characters; the same text as another or as the description (case ignored) refuses the call; [] \
+means none.";
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -88,13 +91,13 @@ the target's domain.", length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
 }
 
 /// What the schema says of `identifier`.
-pub const IDENTIFIER_DESCRIPTION: &str = "About the name, not the meaning. false ranks \
-columns whose name ends in id, key, no or nr (customer_id, plate_no, mobile_nr) \
-lower (score x0.7); names ending in number, code, ref or token never are. true, when such a name \
-is likely (an ID, a printed number, who did it), lifts that; when unsure, true. \
-Applies to every phrasing. Omitted: inferred per phrasing, true if a word is id, nr, key, \
-kennung, who, wer, number (claim number: claim_no) or no after its noun (claim \
-no), or ends in nummer; not for counts (number of, Anzahl).";
+pub const IDENTIFIER_DESCRIPTION: &str = "About names, not meaning. false: columns whose \
+name ends in id, key, no or nr (customer_id, plate_no, mobile_nr) score x0.7; names ending in \
+number, code, ref or token never do. true: none does, and nothing else changes; so when such a \
+name is likely (an ID, a printed number, who did it) or you are unsure, true. Given, it applies \
+to every phrasing; omitted, each phrasing is inferred alone: true if a word is id, nr, key, \
+kennung, who, wer, number (claim number: claim_no) or no after its noun (claim no), or ends in \
+nummer; not for counts (number of, Anzahl).";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entry {

@@ -294,17 +294,21 @@ fn render_instructions(ontology: &Ontology) -> String {
          resolve_lf_tag, and get_dataset on an existing target before its tags are written \
          (not in the first turn: suggest_tags already reads the target and says whether it \
          exists; a new table has nothing to read). suggest_tags proposes every key: answer the \
-         one asked and show the rest. A question of where such data is or how \
-         existing columns are classified, with no column added, needs find_precedents alone. One \
-         search per column, also for two of one kind (lat and long, old and new VIN: two \
-         searches, each with its own suggest_tags). identifier, when given, applies to every \
-         phrasing. alternatives: 3-5 is typical, at most 8. find_precedents' domains: one the \
+         one asked and show the rest. A column is being added when the request's data is to be \
+         stored (we add, we log, a new field, künftig erfassen); a question of where such data \
+         already is or how existing columns are classified, with nothing to store, needs \
+         find_precedents alone (suggest_tags adds nothing there). One search per column the \
+         request adds, listed ones too (dish, price, pickup time: three), also for two of one \
+         kind (lat and long, old and new VIN: two searches, each with its own suggest_tags); a \
+         column only mentioned, not asked about, waits. identifier, when given, applies to every \
+         phrasing; omitted, each phrasing infers its own. alternatives: 3-5 is typical, at most 8. find_precedents' domains: one the \
          catalog lacks is an error listing the domains you may read (list_domains names them \
          too). suggest_tags' domain and table set the target (precedents come from every \
          domain you may read): as the request names them, or table alone; a domain the catalog \
          lacks gives precedents only, said in target_note. Tag values come \
-         from a closed ontology: {}.{} Read it from the resource govcat://ontology/lf-tags or, \
-         without resource support, with list_domains include_ontology true. When no value of a \
+         from a closed ontology: {}.{} That list is complete; what each value \
+         means is in the resource govcat://ontology/lf-tags or, without resource support, in \
+         list_domains include_ontology true (not needed in the first turn). When no value of a \
          key fits the data, say so and let the user decide; never invent one. An optional \
          argument sent as null is the same as omitted (except suggest_tags' domain: omit it). \
          Search text: no word excludes (not, without, kein, a leading -); word* is a prefix, \

@@ -59,10 +59,10 @@ pub struct Input {
     /// What the new column holds (see [`QUERY_DESCRIPTION`], what the schema says).
     #[schemars(description = QUERY_DESCRIPTION, length(min = 1, max = crate::limits::MAX_DESCRIPTION_CHARS))]
     pub description: String,
-    /// Other phrasings of what the new column holds, passed to the precedent search (see
-    /// [`find_precedents::ALTERNATIVES_DESCRIPTION`], what the schema says).
+    /// Other phrasings of what the new column holds, passed to the precedent search (the
+    /// schema points to find_precedents' [`find_precedents::ALTERNATIVES_DESCRIPTION`]).
     #[serde(default)]
-    #[schemars(description = find_precedents::ALTERNATIVES_DESCRIPTION, length(max = crate::limits::MAX_ALTERNATIVES), inner(length(min = 1, max = crate::limits::MAX_ALTERNATIVE_CHARS)), extend("uniqueItems" = true))]
+    #[schemars(description = "As find_precedents' alternatives: pass the same.", length(max = crate::limits::MAX_ALTERNATIVES), inner(length(min = 1, max = crate::limits::MAX_ALTERNATIVE_CHARS)), extend("uniqueItems" = true))]
     pub alternatives: Option<Vec<String>>,
     /// Keys whose confidence is below this are not proposed (see
     /// [`MIN_CONFIDENCE_DESCRIPTION`], what the schema says).
