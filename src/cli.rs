@@ -76,8 +76,9 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = crate::retrieval::Mode::Hybrid)]
         mode: crate::retrieval::Mode,
         /// Whether the column looked for is likely named with a key ending (id, key, no, nr:
-        /// customer_id, plate_no): false ranks such columns lower (score x0.7), true lifts
-        /// that; omitted: inferred from the words, as request.identifier_from says.
+        /// customer_id, plate_no): false ranks such columns lower (score x0.7), true does not
+        /// (and changes nothing else); omitted: inferred from the words, as
+        /// request.identifier_from says.
         #[arg(long, value_name = "true|false")]
         identifier: Option<bool>,
     },
@@ -105,8 +106,9 @@ pub enum Command {
         #[arg(long)]
         table: Option<String>,
         /// Whether the column looked for is likely named with a key ending (id, key, no, nr:
-        /// customer_id, plate_no): false ranks such columns lower (score x0.7), true lifts
-        /// that; omitted: inferred from the words, as request.identifier_from says.
+        /// customer_id, plate_no): false ranks such columns lower (score x0.7), true does not
+        /// (and changes nothing else); omitted: inferred from the words, as
+        /// request.identifier_from says.
         #[arg(long, value_name = "true|false")]
         identifier: Option<bool>,
     },

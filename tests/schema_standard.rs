@@ -722,7 +722,10 @@ fn tool_texts_fit_the_hosts_that_cut_them_and_the_list_stays_within_its_old_size
         let schema = serde_json::to_string(t.input_schema.as_ref()).unwrap();
         bytes += description.len() + schema.len();
     }
-    assert!(bytes <= 13_000, "descriptions + input schemas: {bytes} B");
+    assert!(
+        bytes <= 13_862,
+        "descriptions + input schemas: {bytes} B (issue 44: no more than at a48f8ba)"
+    );
 }
 
 /// The server instructions list the served ontology's keys with their values, and

@@ -40,15 +40,16 @@ option, so leave out what it is not (\"IBAN, not stored in clear\" finds clear I
 \"quoted words\" (phrase) are operators. Acronyms spelled as English stop words (A, AS, AT, BE, \
 BY, IF, IN, IS, IT, NO, ON, OR, TO) match by meaning only: spell them out; other acronyms (HIS, \
 LEI) match as words. Name the values it holds, negative ones too (no hit, suspected hit): a \
-value is not an exclusion.";
+value is not an exclusion, and its other words still match.";
 
 /// The JSON Schema description of `alternatives` (find_precedents and suggest_tags).
 pub const ALTERNATIVES_DESCRIPTION: &str =
     "Up to 8 other phrasings (3-5 is typical), each searched like the description: likely \
-column names in snake_case, the standard term, English words; for a German word with \
-ä, ö or ü, also its ae, oe, ue spelling (Pruefung). One that has only words of \
-another (payee iban or iban_payee next to payee_iban; date_of_birth next to dob, which the \
-glossary expands) wastes a slot. Specific beats broad (bank info pulls unrelated columns in). Each 1-200 \
+column names in snake_case, even when the description holds their words (a phrasing that \
+spells a column's name lifts that column), the standard term, English words; for a German word \
+with ä, ö or ü, also its ae, oe, ue spelling (Pruefung). The same words in another order or \
+form add nothing (payee iban or iban_payee next to payee_iban; date_of_birth next to dob, which \
+the glossary expands). Specific beats broad (bank info pulls unrelated columns in). Each 1-200 \
 characters; the same text as another or as the description (case ignored) refuses the call; [] \
 means none.";
 
@@ -94,8 +95,8 @@ the target's domain.", length(max = MAX_DOMAINS), extend("uniqueItems" = true))]
 pub const IDENTIFIER_DESCRIPTION: &str = "About names, not meaning. false: columns whose \
 name ends in id, key, no or nr (customer_id, plate_no, mobile_nr) score x0.7; names ending in \
 number, code, ref or token never do. true: none does, and nothing else changes; so when such a \
-name is likely (an ID, a printed number, who did it) or you are unsure, true. Given, it applies \
-to every phrasing; omitted, each phrasing is inferred alone: true if a word is id, nr, key, \
+name is likely (an ID, a printed number, who did it) or you are unsure, true; false for what is \
+not so named (amounts, dates, flags). Given, it applies to every phrasing; omitted, each phrasing is inferred alone: true if a word is id, nr, key, \
 kennung, who, wer, number (claim number: claim_no) or no after its noun (claim no), or ends in \
 nummer; not for counts (number of, Anzahl).";
 
