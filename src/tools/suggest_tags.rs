@@ -412,22 +412,29 @@ pub fn run_with_evidence(
             .iter()
             .filter(|c| !c.precedents.columns.is_empty())
             .collect();
+        let direct = |c: &Candidate| {
+            c.precedents.columns.iter().any(|id| {
+                found
+                    .entries
+                    .iter()
+                    .any(|e| &e.id == id && e.precedent_confidence >= rule.strict_gate)
+            })
+        };
         let leaned = spec
             .ordered
-            .then(|| {
-                lean_strict(spec, &voted, rule.strict_ratio, &|c: &Candidate| {
-                    c.precedents.columns.iter().any(|id| {
-                        found
-                            .entries
-                            .iter()
-                            .any(|e| &e.id == id && e.precedent_confidence >= rule.strict_gate)
-                    })
-                })
-            })
+            .then(|| lean_strict(spec, &voted, rule.strict_ratio, &direct))
             .flatten();
         if let Some(conflict) = spec
             .ordered
-            .then(|| conflict_of(spec, &voted, leaned, rule.strict_ratio))
+            .then(|| {
+                conflict_of(
+                    spec,
+                    &voted,
+                    leaned,
+                    rule.strict_ratio,
+                    (&direct, rule.strict_gate),
+                )
+            })
             .flatten()
         {
             conflicts.insert(key.to_string(), conflict);

@@ -241,12 +241,15 @@ pub(super) fn lean_strict(
     (rank(spec, &strict.value) > rank(spec, &top.value)).then_some(i)
 }
 
-/// The conflict of an ordered key whose voting precedents carry more than one value.
+/// The conflict of an ordered key whose voting precedents carry more than one value. Its reason
+/// names why a stricter value was not leaned to: outweighed `ratio`-fold, or not `eligible`
+/// (none of its precedents reaches precedent_confidence `gate`), as [`lean_strict`] decided.
 pub(super) fn conflict_of(
     spec: &crate::ontology::KeySpec,
     voted: &[&Candidate],
     leaned: Option<usize>,
     ratio: f64,
+    (eligible, gate): (&dyn Fn(&Candidate) -> bool, f64),
 ) -> Option<Conflict> {
     let weighed: Vec<&&Candidate> = voted.iter().filter(|c| c.precedent_weight > 0.0).collect();
     if weighed.len() < 2 {
@@ -261,20 +264,39 @@ pub(super) fn conflict_of(
             proposed.value, proposed.precedent_weight, top.value, top.precedent_weight
         ),
         None => {
-            let stricter: Vec<String> = weighed
-                .iter()
-                .filter(|c| rank(spec, &c.value) > rank(spec, &top.value))
-                .map(|c| format!("{} ({:.2})", c.value, c.precedent_weight))
-                .collect();
-            if stricter.is_empty() {
-                format!("{} is the strictest value the precedents carry", top.value)
-            } else {
-                format!(
+            let listed = |direct: bool| -> Vec<String> {
+                weighed
+                    .iter()
+                    .filter(|c| rank(spec, &c.value) > rank(spec, &top.value))
+                    .filter(|c| eligible(c) == direct)
+                    .map(|c| format!("{} ({:.2})", c.value, c.precedent_weight))
+                    .collect()
+            };
+            let (outweighed, undirect) = (listed(true), listed(false));
+            let mut parts = Vec::new();
+            if !outweighed.is_empty() {
+                parts.push(format!(
                     "{} (weight {:.2}) outweighs the stricter {} at least {ratio}-fold",
                     top.value,
                     top.precedent_weight,
-                    stricter.join(", ")
-                )
+                    outweighed.join(", ")
+                ));
+            }
+            if !undirect.is_empty() {
+                let lead = if parts.is_empty() {
+                    format!("{} (weight {:.2}) stays: ", top.value, top.precedent_weight)
+                } else {
+                    String::new()
+                };
+                parts.push(format!(
+                    "{lead}no precedent of the stricter {} reaches precedent_confidence {gate}",
+                    undirect.join(", ")
+                ));
+            }
+            if parts.is_empty() {
+                format!("{} is the strictest value the precedents carry", top.value)
+            } else {
+                parts.join("; ")
             }
         }
     };
@@ -526,7 +548,8 @@ mod tests {
         let voted = [&internal, &confidential];
         let leaned = lean_strict(&spec, &voted, 2.0, &|_| true);
         assert_eq!(leaned, Some(1));
-        let conflict = conflict_of(&spec, &voted, leaned, 2.0).expect("a conflict");
+        let conflict =
+            conflict_of(&spec, &voted, leaned, 2.0, (&|_| true, 0.5)).expect("a conflict");
         assert_eq!(conflict.proposed, "confidential");
         assert_eq!(
             conflict.values,
@@ -561,20 +584,29 @@ mod tests {
         let high = candidate("high", &["column:d.t.x"], 0.1);
         let voted = [&internal, &high];
         assert_eq!(lean_strict(&spec, &voted, 2.0, &|_| true), None);
-        let conflict = conflict_of(&spec, &voted, None, 2.0).expect("a conflict");
+        let conflict = conflict_of(&spec, &voted, None, 2.0, (&|_| true, 0.5)).expect("a conflict");
         assert_eq!(conflict.proposed, "internal");
         assert_eq!(
             conflict.reason,
             "internal (weight 0.90) outweighs the stricter high (0.10) at least 2-fold"
         );
         // However little it weighs against, a stricter value none of whose precedents reaches
-        // the strict gate (precedent_confidence 0.5) is not leaned to.
+        // the strict gate (precedent_confidence 0.5) is not leaned to, and the reason says so
+        // rather than claim an outweighing that did not decide.
+        let undirect = |c: &Candidate| c.value != "high";
         assert_eq!(lean_strict(&spec, &voted, 100.0, &|_| true), Some(1));
+        assert_eq!(lean_strict(&spec, &voted, 100.0, &undirect), None);
         assert_eq!(
-            lean_strict(&spec, &voted, 100.0, &|c| c.value != "high"),
-            None
+            conflict_of(&spec, &voted, None, 100.0, (&undirect, 0.5))
+                .expect("a conflict")
+                .reason,
+            "internal (weight 0.90) stays: no precedent of the stricter high (0.10) reaches \
+             precedent_confidence 0.5"
         );
         // Agreement is no conflict.
-        assert_eq!(conflict_of(&spec, &[&internal], None, 2.0), None);
+        assert_eq!(
+            conflict_of(&spec, &[&internal], None, 2.0, (&|_| true, 0.5)),
+            None
+        );
     }
 }
