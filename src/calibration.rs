@@ -346,7 +346,7 @@ fn newton(x: &[[f64; NF]], y: &[f64], free: &[bool; NF]) -> [f64; NF + 1] {
             .iter()
             .zip(y)
             .map(|(xi, &yi)| {
-                let z = beta[0] + (0..NF).map(|j| beta[j + 1] * xi[j]).sum::<f64>();
+                let z = linear(beta, xi);
                 yi * log_sigmoid(z) + (1.0 - yi) * log_sigmoid(-z)
             })
             .sum();
@@ -358,8 +358,7 @@ fn newton(x: &[[f64; NF]], y: &[f64], free: &[bool; NF]) -> [f64; NF + 1] {
         let mut hess = vec![vec![0.0; m]; m];
         for (xi, &yi) in x.iter().zip(y) {
             let r = row(xi);
-            let z: f64 = idx.iter().zip(&r).map(|(&k, v)| beta[k] * v).sum();
-            let p = sigmoid(z);
+            let p = sigmoid(linear(&beta, xi));
             let w = (p * (1.0 - p)).max(1e-9);
             for a in 0..m {
                 grad[a] += (yi - p) * r[a];
@@ -402,6 +401,12 @@ fn newton(x: &[[f64; NF]], y: &[f64], free: &[bool; NF]) -> [f64; NF + 1] {
         }
     }
     beta
+}
+
+/// The intercept plus the weighted features: a weight that is not free stays 0, so the sum over
+/// every feature is the sum over the free ones.
+fn linear(beta: &[f64; NF + 1], xi: &[f64; NF]) -> f64 {
+    beta[0] + (0..NF).map(|j| beta[j + 1] * xi[j]).sum::<f64>()
 }
 
 /// ln(sigmoid(z)), finite for every finite z.

@@ -411,10 +411,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
         .zip(&ranked)
         .map(|(q, ids)| FirstRelevant {
             id: q.id.clone().unwrap_or_default(),
-            rank: ids
-                .iter()
-                .position(|id| q.relevant.contains_key(id))
-                .map(|i| i + 1),
+            rank: queries::first_relevant(ids, q),
         })
         .collect();
     let (mut right, mut judged) = (0, 0);

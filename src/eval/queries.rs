@@ -233,6 +233,14 @@ fn round4(x: f64) -> f64 {
 
 /// Metrics of `ranked` (entry ids, best first; only the first [`DEPTH`] are read) against the
 /// labels, query by query in the same order. Negative queries must not be passed.
+/// The 1-based rank of the first entry of `ids` that `q` grades relevant (any grade): the
+/// reciprocal rank of [`metrics`] and `eval calls`' per-request ranks.
+pub fn first_relevant(ids: &[String], q: &Labelled) -> Option<usize> {
+    ids.iter()
+        .position(|id| q.relevant.contains_key(id))
+        .map(|i| i + 1)
+}
+
 pub fn metrics(ranked: &[Vec<String>], labelled: &[&Labelled]) -> Metrics {
     let mut m = Metrics {
         queries: labelled.len(),
@@ -251,8 +259,8 @@ pub fn metrics(ranked: &[Vec<String>], labelled: &[&Labelled]) -> Metrics {
         m.success_at_10 += f64::from(found(10) > 0);
         m.full_recall_at_10 += ids.iter().filter(|id| q.relevant.contains_key(*id)).count() as f64
             / q.relevant.len().max(1) as f64;
-        if let Some(pos) = ids.iter().position(|id| q.relevant.contains_key(id)) {
-            m.mrr += 1.0 / (pos as f64 + 1.0);
+        if let Some(rank) = first_relevant(ids, q) {
+            m.mrr += 1.0 / rank as f64;
         }
         let gain = |g: u8| 2f64.powi(i32::from(g)) - 1.0;
         let discount = |i: usize| (i as f64 + 2.0).log2();
