@@ -62,7 +62,7 @@ pub struct Input {
     /// Other phrasings of what the new column holds, passed to the precedent search (the
     /// schema points to find_precedents' [`find_precedents::ALTERNATIVES_DESCRIPTION`]).
     #[serde(default)]
-    #[schemars(description = "As find_precedents' alternatives: pass the same.", length(max = crate::limits::MAX_ALTERNATIVES), inner(length(min = 1, max = crate::limits::MAX_ALTERNATIVE_CHARS)), extend("uniqueItems" = true))]
+    #[schemars(description = "As find_precedents' alternatives (up to 8, each 1-200 characters): pass the same.", length(max = crate::limits::MAX_ALTERNATIVES), inner(length(min = 1, max = crate::limits::MAX_ALTERNATIVE_CHARS)), extend("uniqueItems" = true))]
     pub alternatives: Option<Vec<String>>,
     /// Keys whose confidence is below this are not proposed (see
     /// [`MIN_CONFIDENCE_DESCRIPTION`], what the schema says).
