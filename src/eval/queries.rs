@@ -231,8 +231,6 @@ fn round4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
 
-/// Metrics of `ranked` (entry ids, best first; only the first [`DEPTH`] are read) against the
-/// labels, query by query in the same order. Negative queries must not be passed.
 /// The 1-based rank of the first entry of `ids` that `q` grades relevant (any grade): the
 /// reciprocal rank of [`metrics`] and `eval calls`' per-request ranks.
 pub fn first_relevant(ids: &[String], q: &Labelled) -> Option<usize> {
@@ -241,6 +239,8 @@ pub fn first_relevant(ids: &[String], q: &Labelled) -> Option<usize> {
         .map(|i| i + 1)
 }
 
+/// Metrics of `ranked` (entry ids, best first; only the first [`DEPTH`] are read) against the
+/// labels, query by query in the same order. Negative queries must not be passed.
 pub fn metrics(ranked: &[Vec<String>], labelled: &[&Labelled]) -> Metrics {
     let mut m = Metrics {
         queries: labelled.len(),
