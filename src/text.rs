@@ -65,6 +65,12 @@ pub fn identifier_words(text: &str) -> Vec<String> {
     words(&split_identifier(text))
 }
 
+/// What names one kind of column: its identifier words, joined (`payee_iban`, `payeeIban` and
+/// `payee iban` are one name).
+pub fn name_key(column: &str) -> String {
+    identifier_words(column).join(" ")
+}
+
 /// The alphanumeric words of a text, folded.
 pub fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())

@@ -93,3 +93,54 @@ fn a_count_weights_key_columns_down_unless_the_caller_says_an_identifier_is_aske
     assert_eq!(suggested["request"]["identifier"], json!(true));
     assert_eq!(suggested["request"]["identifier_from"], json!("argument"));
 }
+
+/// Pair: the four `steuer_id` columns of the demo agree on sensitivity (high) and not on
+/// lawful_basis (customer.customer_master's is `contract`, the other three `legal_obligation`),
+/// so a phrasing naming one is evidence for the first key only. What the caller may not read, or
+/// the column under test, is not a copy.
+#[test]
+fn a_named_columns_copies_agree_only_on_the_keys_they_carry_one_value_of() {
+    use govcat::tools::calibrate::copies_agree;
+    let ctx = common::hashed().context();
+    let (snapshot, _) = ctx.retrieval_parts().expect("snapshot");
+    let all: Vec<String> = snapshot.domains.clone();
+    let none = |_: &govcat::index::documents::Document| false;
+    assert_eq!(snapshot.columns_named("steuerId").len(), 4);
+    assert!(copies_agree(
+        &ctx,
+        &snapshot,
+        "steuer_id",
+        "sensitivity",
+        &all,
+        &none
+    ));
+    assert!(!copies_agree(
+        &ctx,
+        &snapshot,
+        "steuer_id",
+        "lawful_basis",
+        &all,
+        &none
+    ));
+
+    let without_customer: Vec<String> = all.iter().filter(|d| *d != "customer").cloned().collect();
+    assert!(copies_agree(
+        &ctx,
+        &snapshot,
+        "steuer_id",
+        "lawful_basis",
+        &without_customer,
+        &none
+    ));
+    let hidden = |d: &govcat::index::documents::Document| {
+        d.id == "column:customer.customer_master.steuer_id"
+    };
+    assert!(copies_agree(
+        &ctx,
+        &snapshot,
+        "steuer_id",
+        "lawful_basis",
+        &all,
+        &hidden
+    ));
+}

@@ -48,7 +48,9 @@ pub struct Counts {
 ///    vectors (`PreviousEmbeddings`).
 /// 9: calibration.json's map weighs a third feature, the best precedent_confidence
 ///    (`calibration::FEATURES`); documents.json and vectors.f32 are unchanged.
-pub const FORMAT_VERSION: u32 = 9;
+/// 10: calibration.json's map weighs a fourth feature, `name_match`; documents.json and
+///    vectors.f32 are unchanged.
+pub const FORMAT_VERSION: u32 = 10;
 /// Older formats whose `documents.json` and `vectors.f32` read as this one's.
 pub(super) const VECTORS_COMPATIBLE_SINCE: u32 = 7;
 
@@ -433,6 +435,7 @@ pub(super) fn load_checked(dir: &Path, manifest: Manifest) -> Result<Snapshot, I
         queries_run: AtomicU64::new(0),
         searched: Mutex::new(Default::default()),
         calibration,
+        names: Default::default(),
     })
 }
 

@@ -126,9 +126,35 @@ pub struct Snapshot {
     /// How often tag proposals with given evidence were right on this catalog
     /// ([`CALIBRATION`]); `None` for a snapshot built without calibration.
     pub calibration: Option<crate::calibration::Map>,
+    /// Column ordinals by [`crate::text::name_key`], in id order; built on first use
+    /// ([`Snapshot::columns_named`]).
+    pub names: std::sync::OnceLock<std::collections::HashMap<String, Vec<u32>>>,
 }
 
 impl Snapshot {
+    /// The columns named like `column` (the same [`crate::text::name_key`]: its copies in
+    /// other tables), in id order. The map is built on the first call, one pass over the
+    /// documents.
+    pub fn columns_named(&self, column: &str) -> &[u32] {
+        self.names
+            .get_or_init(|| {
+                let mut by: std::collections::HashMap<String, Vec<u32>> = Default::default();
+                for (i, d) in self.docs.iter().enumerate() {
+                    if let (Kind::Column, Some(name)) = (d.kind, d.column.as_deref()) {
+                        by.entry(crate::text::name_key(name))
+                            .or_default()
+                            .push(i as u32);
+                    }
+                }
+                for ords in by.values_mut() {
+                    ords.sort_by(|a, b| self.docs[*a as usize].id.cmp(&self.docs[*b as usize].id));
+                }
+                by
+            })
+            .get(&crate::text::name_key(column))
+            .map_or(&[], Vec::as_slice)
+    }
+
     pub fn count_query(&self) {
         self.queries_run.fetch_add(1, Ordering::Relaxed);
     }

@@ -11,7 +11,7 @@ use super::{Caller, Context, ToolError};
 use crate::calibration::{self, Evidence, Map, Observation, Rate};
 use crate::catalog::{FieldState, TagLevel};
 use crate::index::documents::{Document, Kind};
-use crate::index::Progress;
+use crate::index::{Progress, Snapshot};
 
 /// Descriptions embedded per forward pass before their suggestions run (the query cache then
 /// answers the search's own embedding).
@@ -116,7 +116,7 @@ pub const NEAR_DUPLICATES_COMPARED: usize = 256;
 
 /// A column's name words, the key near-duplicates share.
 pub fn name_words(doc: &Document) -> String {
-    crate::text::identifier_words(doc.column.as_deref().unwrap_or_default()).join(" ")
+    crate::text::name_key(doc.column.as_deref().unwrap_or_default())
 }
 
 /// The (column id, key) pairs of `columns` whose own value of the key is contradicted by a
@@ -158,6 +158,36 @@ pub fn conflicted(
         }
     }
     out
+}
+
+/// Whether the columns named `column` that the caller may read (its copies in other tables,
+/// [`Snapshot::columns_named`], in `readable` domains, `exclude` left out) carry one value of
+/// `key`, not two: the serve-time form of [`conflicted`]. The map is fitted without conflicted
+/// keys, so the evidence that a phrasing names a precedent ([`Evidence::name_match`]) counts only
+/// where the copies agree; where they do not, the catalog holds two answers for that kind of
+/// column. The first [`NEAR_DUPLICATES_COMPARED`] copies by id are compared.
+pub fn copies_agree(
+    ctx: &Context,
+    snapshot: &Snapshot,
+    column: &str,
+    key: &str,
+    readable: &[String],
+    exclude: &dyn Fn(&Document) -> bool,
+) -> bool {
+    let mut values = snapshot
+        .columns_named(column)
+        .iter()
+        .map(|&ord| snapshot.doc(ord))
+        .filter(|d| {
+            !exclude(d)
+                && d.domain
+                    .as_deref()
+                    .is_some_and(|dm| readable.iter().any(|r| r == dm))
+        })
+        .take(NEAR_DUPLICATES_COMPARED)
+        .filter_map(|d| value_of(ctx, d, key));
+    let first = values.next();
+    values.all(|v| Some(v) == first)
 }
 
 /// Runs `suggest_tags` for each of `columns` with the precedents `hidden(column, other)` names

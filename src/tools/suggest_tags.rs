@@ -303,6 +303,7 @@ pub fn run_with_evidence(
         .map(|e| e.precedent_confidence)
         .fold(0.0, f64::max);
     let rule = ctx.retrieval.vote;
+    let (snapshot, _) = ctx.retrieval_parts()?;
     // Whether each precedent voted on every key.
     let mut voted_on_every_key = vec![true; found.entries.len()];
     let mut conflicts = BTreeMap::new();
@@ -322,6 +323,15 @@ pub fn run_with_evidence(
                         similarity: found_by.description_similarity.max(0.0),
                         score: e.score,
                         precedent_confidence: e.precedent_confidence,
+                        name_match: found_by.name_match
+                            && super::calibrate::copies_agree(
+                                ctx,
+                                &snapshot,
+                                e.column.as_deref().unwrap_or_default(),
+                                key,
+                                &found.request.domains,
+                                exclude,
+                            ),
                     };
                     t.add(ctx, key, vote);
                 }
@@ -359,6 +369,7 @@ pub fn run_with_evidence(
                     similarity: 0.0,
                     score: 0.0,
                     precedent_confidence: 0.0,
+                    name_match: false,
                 };
                 t.add(ctx, key, vote);
             }
@@ -763,6 +774,7 @@ mod tests {
                     similarity: score,
                     score,
                     precedent_confidence: score,
+                    name_match: false,
                 };
                 tally.add(&ctx, "sensitivity", vote);
             }

@@ -69,6 +69,9 @@ pub(super) struct Tally {
     pub(super) excluded: Excluded,
     /// The precedents whose value of the key is withheld from the caller, with their weight.
     pub(super) withheld: Vec<(String, f64)>,
+    /// The values carried by counted precedents that a phrasing names word for word and whose
+    /// copies agree ([`Vote::name_match`]).
+    pub(super) named: std::collections::BTreeSet<String>,
 }
 
 /// The best similarity, score and precedent_confidence among the columns carrying a value,
@@ -88,6 +91,9 @@ pub(super) struct Vote<'a> {
     pub(super) similarity: f64,
     pub(super) score: f64,
     pub(super) precedent_confidence: f64,
+    /// A phrasing names the column word for word, and its copies agree on the key
+    /// ([`crate::tools::calibrate::copies_agree`]).
+    pub(super) name_match: bool,
 }
 
 impl Tally {
@@ -105,6 +111,9 @@ impl Tally {
                     best.score = best.score.max(vote.score);
                     best.precedent_confidence =
                         best.precedent_confidence.max(vote.precedent_confidence);
+                    if vote.name_match {
+                        self.named.insert(v.to_string());
+                    }
                 }
                 _ => self.excluded.outside_ontology += 1,
             },
@@ -164,6 +173,9 @@ impl Tally {
             score: best.score,
             counted: self.counted(),
             precedent_confidence: best.precedent_confidence,
+            name_match: f64::from(u8::from(
+                self.named.len() == 1 && self.named.contains(winner),
+            )),
         }
     }
 }
@@ -323,6 +335,40 @@ mod tests {
     use crate::catalog::TagState;
     use crate::index::documents::Kind;
 
+    /// Pair: the evidence that a phrasing names a precedent counts only while every named
+    /// precedent carries the proposed value.
+    #[test]
+    fn a_named_precedent_is_evidence_only_while_every_named_one_carries_the_winner() {
+        let ctx = demo_context();
+        let vote = |tally: &mut Tally, id: &str, value: &str, named: bool| {
+            let tags = Tags::from([(
+                "sensitivity".to_string(),
+                TagState::present(value, TagLevel::Column),
+            )]);
+            tally.add(
+                &ctx,
+                "sensitivity",
+                Vote {
+                    column: id,
+                    tags: &tags,
+                    weight: 0.5,
+                    similarity: 0.5,
+                    score: 0.5,
+                    precedent_confidence: 0.5,
+                    name_match: named,
+                },
+            );
+        };
+        let mut tally = Tally::default();
+        vote(&mut tally, "column:a.t.steuer_id", "high", true);
+        vote(&mut tally, "column:b.t.tax_note", "internal", false);
+        assert_eq!(tally.evidence("high", Some("internal")).name_match, 1.0);
+        assert_eq!(tally.evidence("internal", Some("high")).name_match, 0.0);
+
+        vote(&mut tally, "column:c.t.steuer_id", "internal", true);
+        assert_eq!(tally.evidence("high", Some("internal")).name_match, 0.0);
+    }
+
     #[test]
     fn two_close_matches_outweigh_a_tail_of_weak_ones_that_outnumbers_them() {
         let ctx = demo_context();
@@ -346,6 +392,7 @@ mod tests {
                 similarity: score,
                 score,
                 precedent_confidence: score,
+                name_match: false,
             };
             tally.add(&ctx, "sensitivity", vote);
         }
@@ -422,6 +469,7 @@ mod tests {
                     similarity: 0.5,
                     score: e.score,
                     precedent_confidence: e.precedent_confidence,
+                    name_match: false,
                 };
                 tally.add(&ctx, "sensitivity", vote);
             }
