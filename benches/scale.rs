@@ -1893,22 +1893,26 @@ fn follow_refresh(
 }
 
 /// Mean and largest absolute difference of two calibration maps' confidences over a grid of
-/// evidence (precedent share 0.3–1.0, best similarity 0.3–0.9), for every key either map has.
+/// evidence (precedent share 0.3–1.0, best similarity 0.3–0.9, a named precedent or none), for
+/// every key either map has.
 fn confidence_difference(a: &govcat::calibration::Map, b: &govcat::calibration::Map) -> Value {
     let keys: std::collections::BTreeSet<&String> = a.keys.keys().chain(b.keys.keys()).collect();
     let mut diffs = Vec::new();
     for key in keys {
         for share in [0.3, 0.5, 0.7, 0.9, 1.0] {
             for similarity in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9] {
-                let e = govcat::calibration::Evidence {
-                    share,
-                    runner_up: 1.0 - share,
-                    similarity,
-                    score: 0.0,
-                    counted: 5,
-                    precedent_confidence: 0.5,
-                };
-                diffs.push((a.confidence(key, &e) - b.confidence(key, &e)).abs());
+                for name_match in [0.0, 1.0] {
+                    let e = govcat::calibration::Evidence {
+                        share,
+                        runner_up: 1.0 - share,
+                        similarity,
+                        score: 0.0,
+                        counted: 5,
+                        precedent_confidence: 0.5,
+                        name_match,
+                    };
+                    diffs.push((a.confidence(key, &e) - b.confidence(key, &e)).abs());
+                }
             }
         }
     }
