@@ -100,47 +100,20 @@ fn a_count_weights_key_columns_down_unless_the_caller_says_an_identifier_is_aske
 /// the column under test, is not a copy.
 #[test]
 fn a_named_columns_copies_agree_only_on_the_keys_they_carry_one_value_of() {
+    use govcat::index::documents::Document;
     use govcat::tools::calibrate::copies_agree;
     let ctx = common::hashed().context();
     let (snapshot, _) = ctx.retrieval_parts().expect("snapshot");
-    let all: Vec<String> = snapshot.domains.clone();
-    let none = |_: &govcat::index::documents::Document| false;
     assert_eq!(snapshot.columns_named("steuerId").len(), 4);
-    assert!(copies_agree(
-        &ctx,
-        &snapshot,
-        "steuer_id",
-        "sensitivity",
-        &all,
-        &none
-    ));
-    assert!(!copies_agree(
-        &ctx,
-        &snapshot,
-        "steuer_id",
-        "lawful_basis",
-        &all,
-        &none
-    ));
-
+    let all = snapshot.domains.clone();
     let without_customer: Vec<String> = all.iter().filter(|d| *d != "customer").cloned().collect();
-    assert!(copies_agree(
-        &ctx,
-        &snapshot,
-        "steuer_id",
-        "lawful_basis",
-        &without_customer,
-        &none
-    ));
-    let hidden = |d: &govcat::index::documents::Document| {
-        d.id == "column:customer.customer_master.steuer_id"
+    let none = |_: &Document| false;
+    let under_test = |d: &Document| d.id == "column:customer.customer_master.steuer_id";
+    let agree = |key: &str, readable: &[String], exclude: &dyn Fn(&Document) -> bool| {
+        copies_agree(&ctx, &snapshot, "steuer_id", key, readable, exclude)
     };
-    assert!(copies_agree(
-        &ctx,
-        &snapshot,
-        "steuer_id",
-        "lawful_basis",
-        &all,
-        &hidden
-    ));
+    assert!(agree("sensitivity", &all, &none));
+    assert!(!agree("lawful_basis", &all, &none));
+    assert!(agree("lawful_basis", &without_customer, &none));
+    assert!(agree("lawful_basis", &all, &under_test));
 }
