@@ -723,97 +723,63 @@ mod tests {
         assert!((c - 0.65).abs() < 0.02, "{c}");
     }
 
+    /// Two kinds of proposal, 400 each, whose evidence differs in one feature: the confidences
+    /// of (`one`, `other`) under a map fitted where `one` is right 19 of 20 times and `other` 3
+    /// of 5, then under one fitted where both are right 4 of 5 times.
+    fn fitted_on_two_kinds(one: &Evidence, other: &Evidence) -> [(f64, f64); 2] {
+        [(19, 20, 3, 5), (4, 5, 4, 5)].map(|(a, of_a, b, of_b)| {
+            let obs: Vec<Observation> = (0..400)
+                .flat_map(|i| {
+                    [(one, i % of_a < a), (other, i % of_b < b)].map(|(e, correct)| Observation {
+                        key: "k".into(),
+                        evidence: *e,
+                        correct,
+                    })
+                })
+                .collect();
+            let map = fit(&obs, 800, false, BTreeMap::new());
+            (map.confidence("k", one), map.confidence("k", other))
+        })
+    }
+
     #[test]
     fn a_likelier_direct_precedent_raises_the_confidence_only_where_it_is_more_often_right() {
-        // The same share and similarity; precedents the search calls direct (0.9) are right 19
-        // of 20 times, neighbours of another kind (0.2) 3 of 5.
+        // The same share and similarity; precedents the search calls direct (0.9) against
+        // neighbours of another kind (0.2).
         let with = |pc: f64| Evidence {
             precedent_confidence: pc,
             ..ev(0.8, 0.6)
         };
-        let mut obs = Vec::new();
-        for i in 0..400 {
-            obs.push(Observation {
-                key: "k".into(),
-                evidence: with(0.9),
-                correct: i % 20 != 0,
-            });
-            obs.push(Observation {
-                key: "k".into(),
-                evidence: with(0.2),
-                correct: i % 5 < 3,
-            });
-        }
-        let map = fit(&obs, 800, false, BTreeMap::new());
-        let (direct, neighbour) = (
-            map.confidence("k", &with(0.9)),
-            map.confidence("k", &with(0.2)),
-        );
+        let [(direct, neighbour), (same_direct, same_neighbour)] =
+            fitted_on_two_kinds(&with(0.9), &with(0.2));
         assert!((direct - 0.95).abs() < 0.02, "direct {direct}");
         assert!((neighbour - 0.6).abs() < 0.02, "neighbour {neighbour}");
-
         // Its pair: where both are right 4 of 5 times, precedent_confidence moves nothing.
-        let same: Vec<Observation> = obs
-            .iter()
-            .enumerate()
-            .map(|(i, o)| Observation {
-                correct: i % 5 != 0,
-                ..o.clone()
-            })
-            .collect();
-        let map = fit(&same, 800, false, BTreeMap::new());
-        let (direct, neighbour) = (
-            map.confidence("k", &with(0.9)),
-            map.confidence("k", &with(0.2)),
+        assert!(
+            (same_direct - same_neighbour).abs() < 0.01,
+            "{same_direct} vs {same_neighbour}"
         );
-        assert!((direct - neighbour).abs() < 0.01, "{direct} vs {neighbour}");
-        assert!((direct - 0.8).abs() < 0.02, "{direct}");
+        assert!((same_direct - 0.8).abs() < 0.02, "{same_direct}");
     }
 
     #[test]
     fn a_named_precedent_raises_the_confidence_only_where_named_proposals_are_more_often_right() {
-        // The same share, similarity and precedent_confidence; proposals whose precedent the
-        // caller named are right 19 of 20 times, the others 3 of 5.
+        // The same share, similarity and precedent_confidence; a precedent the caller named
+        // against none named.
         let with = |named: f64| Evidence {
             name_match: named,
             ..ev(0.8, 0.6)
         };
-        let mut obs = Vec::new();
-        for i in 0..400 {
-            obs.push(Observation {
-                key: "k".into(),
-                evidence: with(1.0),
-                correct: i % 20 != 0,
-            });
-            obs.push(Observation {
-                key: "k".into(),
-                evidence: with(0.0),
-                correct: i % 5 < 3,
-            });
-        }
-        let map = fit(&obs, 800, false, BTreeMap::new());
-        let (named, unnamed) = (
-            map.confidence("k", &with(1.0)),
-            map.confidence("k", &with(0.0)),
-        );
+        let [(named, unnamed), (same_named, same_unnamed)] =
+            fitted_on_two_kinds(&with(1.0), &with(0.0));
         assert!((named - 0.95).abs() < 0.02, "named {named}");
         assert!((unnamed - 0.6).abs() < 0.02, "unnamed {unnamed}");
-
         // Its pair: where both are right 4 of 5 times, naming moves nothing.
-        let same: Vec<Observation> = obs
-            .iter()
-            .enumerate()
-            .map(|(i, o)| Observation {
-                correct: i % 5 != 0,
-                ..o.clone()
-            })
-            .collect();
-        let map = fit(&same, 800, false, BTreeMap::new());
-        let (named, unnamed) = (
-            map.confidence("k", &with(1.0)),
-            map.confidence("k", &with(0.0)),
+        assert!(
+            (same_named - same_unnamed).abs() < 0.01,
+            "{same_named} vs {same_unnamed}"
         );
-        assert!((named - unnamed).abs() < 0.01, "{named} vs {unnamed}");
+        assert!((same_named - 0.8).abs() < 0.02, "{same_named}");
     }
 
     #[test]
