@@ -128,7 +128,7 @@ pub struct Snapshot {
     pub calibration: Option<crate::calibration::Map>,
     /// Column ordinals by [`crate::text::name_key`], in id order; built on first use
     /// ([`Snapshot::columns_named`]).
-    pub names: std::sync::OnceLock<std::collections::HashMap<String, Vec<u32>>>,
+    names: std::sync::OnceLock<std::collections::HashMap<String, Vec<u32>>>,
 }
 
 impl Snapshot {

@@ -309,9 +309,33 @@ pub fn run_with_evidence(
     let mut conflicts = BTreeMap::new();
     for spec in &ctx.ontology.keys {
         let key = spec.key.0.as_str();
+        // Per precedent, once per key (both tallies below read it): a phrasing names it and its
+        // copies agree on the key.
+        let named: Vec<bool> = found
+            .entries
+            .iter()
+            .zip(&found_evidence)
+            .map(|(e, found_by)| {
+                found_by.name_match
+                    && super::calibrate::copies_agree(
+                        ctx,
+                        &snapshot,
+                        e.column.as_deref().unwrap_or_default(),
+                        key,
+                        &found.request.domains,
+                        exclude,
+                    )
+            })
+            .collect();
         let tally = |weights: &[Option<f64>]| {
             let mut t = Tally::default();
-            for ((e, found_by), weight) in found.entries.iter().zip(&found_evidence).zip(weights) {
+            for (((e, found_by), weight), named) in found
+                .entries
+                .iter()
+                .zip(&found_evidence)
+                .zip(weights)
+                .zip(&named)
+            {
                 if let (Some(tags), Some(weight)) = (&e.lf_tags, weight) {
                     // The description's own similarity, not the best of any phrasing: an
                     // alternative that matches an unrelated column's name word must not lift
@@ -323,15 +347,7 @@ pub fn run_with_evidence(
                         similarity: found_by.description_similarity.max(0.0),
                         score: e.score,
                         precedent_confidence: e.precedent_confidence,
-                        name_match: found_by.name_match
-                            && super::calibrate::copies_agree(
-                                ctx,
-                                &snapshot,
-                                e.column.as_deref().unwrap_or_default(),
-                                key,
-                                &found.request.domains,
-                                exclude,
-                            ),
+                        name_match: *named,
                     };
                     t.add(ctx, key, vote);
                 }
