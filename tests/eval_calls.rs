@@ -101,6 +101,21 @@ fn a_replay_counts_requests_calls_errors_and_judged_keys_exactly() {
         .judged
         .iter()
         .all(|j| j.right == (j.proposed.as_deref() == Some(j.truth.as_str()))));
+    // A key proposed from precedents carries the evidence its confidence was read from (the
+    // precedents it counted, the proposed value's share of them); an inherited key, whose
+    // confidence is the inherited rate, may carry the evidence of the precedent vote beside it.
+    for j in &r.judged {
+        if j.basis
+            .as_deref()
+            .is_some_and(|b| b.starts_with("precedent"))
+        {
+            let e = j
+                .evidence
+                .unwrap_or_else(|| panic!("{j:?} has no evidence"));
+            assert!(e.counted >= 1 && e.share > 0.0 && e.share <= 1.0, "{j:?}");
+        }
+    }
+    assert!(r.judged.iter().any(|j| j.evidence.is_some()));
 }
 
 #[test]

@@ -176,6 +176,10 @@ pub struct Judged {
     pub confidence: Option<f64>,
     pub basis: Option<String>,
     pub right: bool,
+    /// What the confidence map weighed for the key (the first suggest_tags call's arguments,
+    /// run again with its evidence); absent when the key had no precedent proposal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<calibration::Evidence>,
 }
 
 /// The majority present value of `key` among `columns` (ties and none → `None`).
@@ -266,12 +270,14 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
         let negative = label.negative || label.relevant.is_empty();
         r.requests += 1;
         r.negative_requests += usize::from(negative);
-        let mut first: BTreeMap<&str, Value> = BTreeMap::new();
+        let mut first: BTreeMap<&str, (Value, &Value)> = BTreeMap::new();
         for call in &line.calls {
             r.calls += 1;
             match tools::call(ctx, &caller, &call.tool, call.arguments.clone()) {
                 Outcome::Ok(v) => {
-                    first.entry(call.tool.as_str()).or_insert(v);
+                    first
+                        .entry(call.tool.as_str())
+                        .or_insert((v, &call.arguments));
                 }
                 Outcome::InputRequired(_) => {}
                 Outcome::Err(e) => {
@@ -298,7 +304,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
             relevant: label.relevant.clone(),
             negative,
         };
-        if let Some(found) = first.get("find_precedents") {
+        if let Some((found, _)) = first.get("find_precedents") {
             let entries = found["entries"].as_array().cloned().unwrap_or_default();
             let confident = |e: &Value| {
                 e["precedent_confidence"].as_f64().unwrap_or(0.0) >= PRECEDENT_THRESHOLD
@@ -324,7 +330,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
                 labelled.push(labelled_line.clone());
             }
         }
-        let Some(suggested) = first.get("suggest_tags") else {
+        let Some((suggested, arguments)) = first.get("suggest_tags") else {
             continue;
         };
         let proposal = &suggested["proposal"];
@@ -343,6 +349,14 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
             continue;
         }
         r.suggest_tags_requests += 1;
+        // The call succeeded above, so its arguments parse and it runs again the same way.
+        let evidence = serde_json::from_value::<tools::suggest_tags::Input>((*arguments).clone())
+            .ok()
+            .and_then(|input| {
+                tools::suggest_tags::run_with_evidence(ctx, &caller, input, &|_| false).ok()
+            })
+            .map(|(_, evidence)| evidence)
+            .unwrap_or_default();
         let direct = labelled_line.direct();
         for spec in &ctx.ontology.keys {
             let key = spec.key.0.as_str();
@@ -362,6 +376,7 @@ pub fn run(ctx: &Context, calls_file: &Path, labels_file: &Path) -> Result<Calls
                 confidence,
                 basis: basis.map(str::to_string),
                 right: proposed == Some(truth.as_str()),
+                evidence: evidence.get(key).copied(),
             };
             if !judged.right {
                 r.misses.push(judged.clone());
