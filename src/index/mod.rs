@@ -155,6 +155,13 @@ impl Snapshot {
             .map_or(&[], Vec::as_slice)
     }
 
+    /// Builds the name map ([`Snapshot::columns_named`]) now rather than on the first
+    /// suggest_tags: one pass over the documents, about 1 s at 1M columns, paid before the
+    /// snapshot serves instead of by a caller.
+    pub fn warm(&self) {
+        self.columns_named("");
+    }
+
     pub fn count_query(&self) {
         self.queries_run.fetch_add(1, Ordering::Relaxed);
     }
@@ -334,6 +341,13 @@ impl SnapshotHandle {
         self.status.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Serves `snapshot` from now on, after building what its first requests would otherwise
+    /// wait for ([`Snapshot::warm`]): the server's path. A one-shot command uses [`Self::swap`].
+    pub fn serve(&self, snapshot: Snapshot) {
+        snapshot.warm();
+        self.swap(snapshot);
+    }
+
     /// Serves `snapshot` from now on.
     pub fn swap(&self, snapshot: Snapshot) {
         let mut st = self.lock();
@@ -476,6 +490,24 @@ mod tests {
             "test",
         )
         .expect("write snapshot");
+    }
+
+    #[test]
+    fn a_served_snapshot_has_its_name_map_built_and_a_swapped_one_builds_it_on_first_use() {
+        let index = tempfile::tempdir().expect("tempdir");
+        let embedder = HashEmbedder::new(32);
+        let model = model_info(&embedder);
+        let docs = ontology_docs();
+        let vectors = embed_documents(&embedder, &docs, &Quiet).expect("embed");
+        publish(index.path(), &docs, &vectors, &model);
+        let loaded = || load_current(index.path(), &embedder).expect("load");
+        let served = SnapshotHandle::new();
+        served.serve(loaded());
+        let swapped = SnapshotHandle::new();
+        swapped.swap(loaded());
+        let built = |h: &SnapshotHandle| h.current().expect("current").names.get().is_some();
+        assert!(built(&served));
+        assert!(!built(&swapped));
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub(super) fn serving_context_with(
         ))
     };
     match loaded {
-        Ok(snapshot) => handle.swap(snapshot),
+        Ok(snapshot) => handle.serve(snapshot),
         Err(e) if !load_local => handle.record_load_failure(&e.message),
         // A snapshot of another catalog or ontology is refused: serving it would answer for
         // the wrong catalog.
@@ -124,7 +124,7 @@ pub(super) fn rebuilder(
             tracing::info!(snapshot = %snapshot.manifest.id, ontology_version = %fresh.ontology.version, trigger, "rebuilt snapshot swapped in");
             shared.store(Arc::new(shared.load().with_catalog_of(fresh)));
             handle.record_rebuild_ok();
-            handle.swap(snapshot);
+            handle.serve(snapshot);
         }
         Err(e) => {
             tracing::error!(error = %e, trigger, "snapshot rebuild failed; the previous snapshot keeps serving");

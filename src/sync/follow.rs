@@ -157,6 +157,10 @@ impl Follow {
     ) {
         let served = handle.status().snapshot_id;
         let result = self.sync(index_dir, embedder, check, served.as_deref());
+        // Built before the status lock is taken (about 1 s at 1M columns).
+        if let Ok(Some(snapshot)) = &result {
+            snapshot.warm();
+        }
         let now = SystemTime::now();
         let mut st = self.lock();
         st.last_checked_at = Some(now);
@@ -215,7 +219,7 @@ impl Follow {
         }
         let id = snapshot.manifest.id.clone();
         tracing::warn!(snapshot = %id, source = %self.store.location(), "serving the local snapshot until the published one can be fetched");
-        handle.swap(snapshot);
+        handle.serve(snapshot);
         let mut st = self.lock();
         st.current_id = Some(id.clone());
         if st.remote_id.as_deref().is_some_and(|r| r != id) {
