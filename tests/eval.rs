@@ -188,6 +188,8 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
                 "coverage",
                 "accuracy_when_answered",
                 "abstained",
+                "abstained_withheld",
+                "abstained_no_precedent",
                 "baseline_when_answered",
                 "baseline_majority",
                 "baseline_name_overlap",
@@ -219,6 +221,15 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
             .filter_map(|row| row.get(tags::NO_ANSWER).and_then(Value::as_u64))
             .sum();
         assert_eq!(k["abstained"].as_u64(), Some(no_answer), "{key}");
+        // Without min_confidence every abstention is for want of evidence, of one cause.
+        assert_eq!(
+            k["abstained_withheld"]
+                .as_u64()
+                .zip(k["abstained_no_precedent"].as_u64())
+                .map(|(w, n)| w + n),
+            Some(no_answer),
+            "{key}"
+        );
         // An ordered key's wrong answers are each understated or overstated; others say null.
         let wrong: u64 = k["confusion"]
             .as_object()
@@ -252,6 +263,9 @@ fn eval_tags_reports_every_key_with_both_baselines_and_an_html_page() {
         }
     }
     assert_eq!(r.columns + r.untagged_columns, 723);
+    // The demo denies some tables' column tags: a column whose best precedents are there
+    // abstains for that, and says so apart from the ones with nothing to copy.
+    assert!(r.keys.values().any(|k| k.abstained_withheld > 0));
     assert_eq!(v["request"]["exclude"], "column");
     // The honest split: every checked proposal is either fitted on or measured on, and the
     // held-out count is that of the per-column outcomes of held-out tables.

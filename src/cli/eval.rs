@@ -250,6 +250,23 @@ fn tags_summary(r: &crate::eval::tags::TagsReport) -> String {
     if let Some(m) = r.request.min_confidence {
         out += &format!("abstained: no proposal, or one below --min-confidence {m}; they are not counted against the baselines\n");
     }
+    let why: Vec<String> = r
+        .keys
+        .iter()
+        .filter(|(_, k)| k.abstained_withheld + k.abstained_no_precedent > 0)
+        .map(|(key, k)| {
+            format!(
+                "{key} {}/{}",
+                k.abstained_withheld, k.abstained_no_precedent
+            )
+        })
+        .collect();
+    if !why.is_empty() {
+        out += &format!(
+            "abstained for want of evidence (best precedents withheld from you / no precedent with a value): {}\n",
+            why.join(", ")
+        );
+    }
     out
 }
 

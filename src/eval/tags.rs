@@ -47,6 +47,12 @@ pub struct KeyReport {
     pub accuracy_when_answered: Option<f64>,
     /// Columns the suggestion abstained on (no proposal, or one below `min_confidence`).
     pub abstained: usize,
+    /// Of those, the ones whose best precedents' value is withheld from the caller (FIDELITY
+    /// rule 12: withheld evidence is not absent evidence).
+    pub abstained_withheld: usize,
+    /// Of those, the ones no precedent carries a value for: nothing comparable to copy from
+    /// (an empty search, or precedents without the key). The rest were below `min_confidence`.
+    pub abstained_no_precedent: usize,
     /// The better baseline's accuracy on the answered columns only (`null` when none was
     /// answered): what `accuracy_when_answered` is compared with, so that abstaining under
     /// `min_confidence` is not counted as a loss against a baseline that answers everything.
@@ -395,6 +401,8 @@ pub fn run_with(
         overlap_answered: usize,
         understated: usize,
         overstated: usize,
+        abstained_withheld: usize,
+        abstained_no_precedent: usize,
         confusion: BTreeMap<String, BTreeMap<String, usize>>,
     }
     let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
@@ -450,6 +458,19 @@ pub fn run_with(
                 t.columns += 1;
                 t.correct += usize::from(proposed.as_deref() == Some(real));
                 t.answered += usize::from(proposed.is_some());
+                if proposed.is_none() && !out.proposal.confidence.contains_key(key.as_str()) {
+                    // Not below min_confidence (that keeps its confidence): why no proposal.
+                    let withheld = out
+                        .keys
+                        .iter()
+                        .find(|k| &k.key == key)
+                        .is_some_and(|k| k.excluded_precedents.withheld > 0);
+                    if withheld {
+                        t.abstained_withheld += 1;
+                    } else {
+                        t.abstained_no_precedent += 1;
+                    }
+                }
                 t.majority += usize::from(majority_value.as_deref() == Some(real));
                 t.overlap += usize::from(overlap_value.as_deref() == Some(real));
                 if let Some((p, r)) = proposed.as_deref().and_then(|p| {
@@ -523,6 +544,8 @@ pub fn run_with(
                     coverage: share(t.answered, t.columns),
                     accuracy_when_answered: (t.answered > 0).then(|| share(t.correct, t.answered)),
                     abstained: t.columns - t.answered,
+                    abstained_withheld: t.abstained_withheld,
+                    abstained_no_precedent: t.abstained_no_precedent,
                     baseline_when_answered: (t.answered > 0)
                         .then(|| share(t.majority_answered.max(t.overlap_answered), t.answered)),
                     baseline_majority: share(t.majority, t.columns),
@@ -555,6 +578,8 @@ pub fn run_with(
                 ("coverage", "held-out columns that got a proposal for the key / held-out columns with a present value"),
                 ("accuracy_when_answered", "correct proposals / proposals"),
                 ("abstained", "held-out columns with a present value for the key that got no proposal (none, or below min_confidence)"),
+                ("abstained_withheld", "of those, the ones whose best precedents' value of the key is withheld from the caller (they outweigh the readable ones)"),
+                ("abstained_no_precedent", "of those, the ones no precedent carries a value for (nothing comparable to copy from)"),
                 ("baseline_when_answered", "the better of baseline_majority and baseline_name_overlap, on the answered columns only: compare accuracy_when_answered with it"),
                 ("baseline_majority", "accuracy of always proposing the key's most common value among the columns the suggestion may see"),
                 ("baseline_name_overlap", "accuracy of proposing the value of the visible column whose name shares the most words (majority among ties; the most common value when none shares a word)"),
