@@ -492,14 +492,20 @@ mod tests {
         .expect("write snapshot");
     }
 
-    #[test]
-    fn a_served_snapshot_has_its_name_map_built_and_a_swapped_one_builds_it_on_first_use() {
+    /// An index directory with one published snapshot of the shipped ontology's documents,
+    /// embedded by a 32-dimension [`HashEmbedder`]; with the embedder and the documents.
+    fn published_ontology() -> (tempfile::TempDir, HashEmbedder, Vec<Document>) {
         let index = tempfile::tempdir().expect("tempdir");
         let embedder = HashEmbedder::new(32);
-        let model = model_info(&embedder);
         let docs = ontology_docs();
         let vectors = embed_documents(&embedder, &docs, &Quiet).expect("embed");
-        publish(index.path(), &docs, &vectors, &model);
+        publish(index.path(), &docs, &vectors, &model_info(&embedder));
+        (index, embedder, docs)
+    }
+
+    #[test]
+    fn a_served_snapshot_has_its_name_map_built_and_a_swapped_one_builds_it_on_first_use() {
+        let (index, embedder, _) = published_ontology();
         let loaded = || load_current(index.path(), &embedder).expect("load");
         let served = SnapshotHandle::new();
         served.serve(loaded());
@@ -561,11 +567,7 @@ mod tests {
     #[test]
     fn a_catalog_that_moved_little_is_recalibrated_on_the_smaller_sample_and_one_that_lost_half_is_not(
     ) {
-        let index = tempfile::tempdir().expect("tempdir");
-        let embedder = HashEmbedder::new(32);
-        let docs = ontology_docs();
-        let vectors = embed_documents(&embedder, &docs, &Quiet).expect("embed");
-        publish(index.path(), &docs, &vectors, &model_info(&embedder));
+        let (index, embedder, docs) = published_ontology();
         // Records the sample size it is asked for and publishes nothing.
         let asked = Mutex::new(Vec::new());
         let calibrate = |_: &Path, max_columns: usize| {
@@ -615,12 +617,8 @@ mod tests {
 
     #[test]
     fn a_format_7_snapshots_vectors_are_reused_and_an_older_formats_are_not() {
-        let index = tempfile::tempdir().expect("tempdir");
-        let embedder = HashEmbedder::new(32);
+        let (index, embedder, docs) = published_ontology();
         let model = model_info(&embedder);
-        let docs = ontology_docs();
-        let vectors = embed_documents(&embedder, &docs, &Quiet).expect("embed");
-        publish(index.path(), &docs, &vectors, &model);
         let id = current_id(index.path()).expect("current");
         let manifest = index.path().join("snapshots").join(id).join(MANIFEST);
         let with_format = |version: u32| {
@@ -675,11 +673,7 @@ mod tests {
 
     #[test]
     fn vectors_of_another_model_or_a_corrupt_file_are_not_reused() {
-        let index = tempfile::tempdir().expect("tempdir");
-        let embedder = HashEmbedder::new(32);
-        let docs = ontology_docs();
-        let vectors = embed_documents(&embedder, &docs, &Quiet).expect("embed");
-        publish(index.path(), &docs, &vectors, &model_info(&embedder));
+        let (index, embedder, _) = published_ontology();
 
         let other = model_info(&HashEmbedder::new(16));
         assert!(PreviousEmbeddings::load(index.path(), &other).is_err());
