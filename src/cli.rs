@@ -18,10 +18,12 @@ use crate::tools::{self, Caller, Context, Outcome, ToolError};
 
 mod eval;
 mod index;
+mod progress;
 mod render;
 pub use index::IndexArgs;
 
 use eval::run_eval;
+use progress::{Bar, Unit};
 use render::render;
 
 #[derive(Debug, Clone, Parser)]
@@ -580,32 +582,4 @@ pub fn retrieval_context(options: &Options) -> Result<Context, ToolError> {
     )?;
     handle.swap(snapshot);
     Ok(ctx.with_retrieval(embedder, handle))
-}
-
-/// An empty progress bar on stderr (drawn only on a terminal).
-fn progress_bar() -> indicatif::ProgressBar {
-    indicatif::ProgressBar::new(0).with_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    )
-}
-
-/// A progress bar on stderr for a long step (`index`, `eval`).
-struct Bar(indicatif::ProgressBar);
-
-impl crate::index::Progress for Bar {
-    fn start(&self, what: &str, total: u64) {
-        self.0.reset();
-        self.0.set_length(total);
-        self.0.set_message(what.to_string());
-    }
-    fn advance(&self, n: u64) {
-        self.0.inc(n);
-    }
-    fn finish(&self) {
-        self.0.finish();
-    }
 }

@@ -525,3 +525,83 @@ fn a_publish_location_that_takes_no_write_fails_before_anything_is_built() {
         started.elapsed()
     );
 }
+
+/// A build whose stderr is a log (CI, the ECS indexer task) shows its progress as plain lines:
+/// each step says what it has to do when it begins and what it did when it ends. Under `--json`
+/// stderr holds none of them.
+#[test]
+fn a_build_logged_to_a_file_shows_its_steps_as_lines_and_none_under_json() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if !repo
+        .join("models/all-MiniLM-L6-v2/model.safetensors")
+        .is_file()
+    {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "the model is missing under CI; run scripts/fetch-model.sh"
+        );
+        eprintln!("SKIPPED: needs the model (scripts/fetch-model.sh)");
+        return;
+    }
+    // One domain of the demo catalog: a build of a few hundred texts.
+    let tmp = tempfile::tempdir().unwrap();
+    let catalog = tmp.path().join("catalog");
+    let demo = repo.join("fixtures/catalog");
+    std::fs::create_dir_all(catalog.join("domains")).unwrap();
+    std::fs::copy(
+        demo.join("provenance.json"),
+        catalog.join("provenance.json"),
+    )
+    .unwrap();
+    for dir in ["roles", "domains/claims"] {
+        let status = Command::new("cp")
+            .arg("-r")
+            .arg(demo.join(dir))
+            .arg(catalog.join(dir))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let index = tmp.path().join("index");
+    let args = |json: bool| {
+        let mut a = vec![
+            "--catalog",
+            catalog.to_str().unwrap(),
+            "--index",
+            index.to_str().unwrap(),
+        ];
+        if json {
+            a.push("--json");
+        }
+        a.push("index");
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |json: bool| {
+        let args = args(json);
+        let out = govcat(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let step = "govcat: embedding texts of columns and ontology values: ";
+    let logged = run(false);
+    let lines: Vec<&str> = logged
+        .lines()
+        .filter_map(|l| l.strip_prefix(step))
+        .collect();
+    let (first, last) = (lines[0], lines[lines.len() - 1]);
+    let todo = first.strip_suffix(" to do").expect(first);
+    assert!(todo.parse::<u64>().unwrap() > 0, "{logged}");
+    assert!(last.starts_with(&format!("{todo} done in ")), "{logged}");
+    assert!(
+        logged.contains("govcat: suggesting tags, one column held out at a time: "),
+        "{logged}"
+    );
+
+    let quiet = run(true);
+    assert!(
+        !quiet
+            .lines()
+            .any(|l| l.contains(" to do") || l.contains(" done in ")),
+        "{quiet}"
+    );
+}

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use serde_json::{json, Value};
 
-use super::{progress_bar, retrieval_context, Bar, EvalCommand};
+use super::{retrieval_context, Bar, EvalCommand, Unit};
 use crate::app::{print_json, report_error, Options};
 use crate::tools::ToolError;
 
@@ -15,7 +15,7 @@ use crate::tools::ToolError;
 /// otherwise; `--report DIR` also writes eval.json and eval.html.
 pub(super) fn run_eval(options: &Options, what: &EvalCommand) -> ExitCode {
     use crate::eval::{queries, report, tags};
-    let bar = Bar(progress_bar());
+    let bar = Bar::new(Unit::Items, false);
     let result = (|| -> Result<(Value, String, Option<PathBuf>), ToolError> {
         let mut ctx = retrieval_context(options)?;
         match what {

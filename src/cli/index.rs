@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use super::{progress_bar, Bar};
+use super::{Bar, Unit};
 use crate::app::{context, load_embedder, print_json, report_error, Options};
 use crate::tools::ToolError;
 
@@ -371,27 +371,12 @@ fn publish_error(e: crate::sync::SyncError, stage: Stage<'_>) -> ToolError {
         .with("reason", e.reason)
 }
 
-/// The build's progress bar on stderr (hidden under `--json`).
+/// The build's progress on stderr (nothing under `--json`).
 fn build_bar(json: bool) -> Bar {
-    let bar = progress_bar();
-    if json {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    Bar(bar)
+    Bar::new(Unit::Items, json)
 }
 
-/// The upload's progress bar on stderr, in bytes (drawn only on a terminal, never under
-/// `--json`).
+/// The upload's progress on stderr, in bytes (nothing under `--json`).
 fn upload_bar(json: bool) -> Bar {
-    let bar = indicatif::ProgressBar::new(0).with_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    if json {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    Bar(bar)
+    Bar::new(Unit::Bytes, json)
 }
