@@ -14,12 +14,14 @@ pub mod documents;
 mod format;
 pub mod graph;
 pub mod lexical;
+mod progress;
 mod reuse;
 pub mod slices;
 pub mod watch;
 
 pub use build::*;
 pub use format::*;
+pub use progress::{Logged, Progress, Quiet, StepLines};
 pub use reuse::{document_pieces, vector_pieces, Piece};
 
 use std::collections::{BTreeMap, HashMap};
@@ -274,23 +276,6 @@ impl ScopeFilter {
             ScopeFilter::Mask { count, .. } => *count,
         }
     }
-}
-
-/// Progress of a long step — embedding a snapshot, the steps of `govcat eval` (a progress bar
-/// on the CLI, nothing in tests).
-pub trait Progress {
-    /// A step named `what` of `total` units begins.
-    fn start(&self, what: &str, total: u64);
-    fn advance(&self, n: u64);
-    fn finish(&self);
-}
-
-/// No progress output.
-pub struct Quiet;
-impl Progress for Quiet {
-    fn start(&self, _: &str, _: u64) {}
-    fn advance(&self, _: u64) {}
-    fn finish(&self) {}
 }
 
 /// Best first, ties by ordinal: the one order every ranked list of the

@@ -96,15 +96,17 @@ pub(super) fn rebuilder(
     let options = options.clone();
     let rebuild = move || -> Result<(index::Snapshot, Context), String> {
         let advised = |e: ToolError| e.advised(&app::cli_surface(&options)).message;
+        tracing::info!(trigger, "rebuilding the snapshot");
         let fresh = app::context(&options).map_err(advised)?;
         let again = || app::context(&options);
-        let calibrate = app::calibrator(&again, embedder.clone(), &index::Quiet);
+        let progress = index::Logged::new();
+        let calibrate = app::calibrator(&again, embedder.clone(), &progress);
         index::build_calibrated(
             &options.index,
             &fresh.ontology,
             fresh.source.as_ref(),
             embedder.as_ref(),
-            &index::Quiet,
+            &progress,
             true,
             Some(&calibrate),
         )
