@@ -3,6 +3,8 @@
 //! root on the embedded demo catalog (`fixtures/catalog`, recorded 2026-11-29) and the shipped
 //! ontology (`ontology/lf-tags.json`).
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -531,37 +533,13 @@ fn a_publish_location_that_takes_no_write_fails_before_anything_is_built() {
 /// stderr holds none of them.
 #[test]
 fn a_build_logged_to_a_file_shows_its_steps_as_lines_and_none_under_json() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if !repo
-        .join("models/all-MiniLM-L6-v2/model.safetensors")
-        .is_file()
-    {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "the model is missing under CI; run scripts/fetch-model.sh"
-        );
-        eprintln!("SKIPPED: needs the model (scripts/fetch-model.sh)");
+    if !common::model_available("cli_contract::a_build_logged_to_a_file") {
         return;
     }
     // One domain of the demo catalog: a build of a few hundred texts.
     let tmp = tempfile::tempdir().unwrap();
     let catalog = tmp.path().join("catalog");
-    let demo = repo.join("fixtures/catalog");
-    std::fs::create_dir_all(catalog.join("domains")).unwrap();
-    std::fs::copy(
-        demo.join("provenance.json"),
-        catalog.join("provenance.json"),
-    )
-    .unwrap();
-    for dir in ["roles", "domains/claims"] {
-        let status = Command::new("cp")
-            .arg("-r")
-            .arg(demo.join(dir))
-            .arg(catalog.join(dir))
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
+    common::slice_catalog(&catalog, &["claims"]);
     let index = tmp.path().join("index");
     let args = |json: bool| {
         let mut a = vec![

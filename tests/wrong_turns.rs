@@ -19,7 +19,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
@@ -29,40 +29,16 @@ struct Checkout {
     root: tempfile::TempDir,
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("mkdir {}: {e}", to.display()));
-    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
-        let entry = entry.expect("dir entry");
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target)
-                .unwrap_or_else(|e| panic!("copy {}: {e}", entry.path().display()));
-        }
-    }
-}
-
-/// A catalog folder holding `domains` of the demo catalog (and its roles and provenance).
-fn slice_catalog(to: &Path, domains: &[&str]) {
-    let demo = common::catalog_dir();
-    copy_dir(&demo.join("roles"), &to.join("roles"));
-    std::fs::copy(demo.join("provenance.json"), to.join("provenance.json")).expect("provenance");
-    for d in domains {
-        copy_dir(&demo.join("domains").join(d), &to.join("domains").join(d));
-    }
-}
-
 impl Checkout {
     /// `fixtures/catalog` (policy, analytics), `other/catalog` (claims) and `ontology/`.
     fn new() -> Checkout {
         let root = tempfile::tempdir().expect("tempdir");
-        slice_catalog(
+        common::slice_catalog(
             &root.path().join("fixtures/catalog"),
             &["policy", "analytics"],
         );
-        slice_catalog(&root.path().join("other/catalog"), &["claims"]);
-        copy_dir(
+        common::slice_catalog(&root.path().join("other/catalog"), &["claims"]);
+        common::copy_dir(
             &common::repo().join("ontology"),
             &root.path().join("ontology"),
         );
@@ -151,21 +127,9 @@ fn advised_commands(message: &str) -> Vec<String> {
         .collect()
 }
 
-fn model_available(test: &str) -> bool {
-    if common::model_dir().join("model.safetensors").is_file() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").map_or(true, |v| v != "true"),
-        "{test}: the model is missing under CI; run scripts/fetch-model.sh"
-    );
-    eprintln!("SKIPPED {test}: needs the model (scripts/fetch-model.sh)");
-    false
-}
-
 #[test]
 fn a_snapshot_of_another_catalog_is_refused_and_the_advised_index_fixes_it() {
-    if !model_available("wrong_turns::item_1") {
+    if !common::model_available("wrong_turns::item_1") {
         return;
     }
     let c = Checkout::new();
@@ -330,12 +294,12 @@ fn a_snapshot_of_another_catalog_is_refused_and_the_advised_index_fixes_it() {
 
 #[test]
 fn the_advised_index_carries_the_flags_in_effect_and_works_only_with_them() {
-    if !model_available("wrong_turns::item_2") {
+    if !common::model_available("wrong_turns::item_2") {
         return;
     }
     let c = Checkout::new();
     // Another ontology: the shipped one with another description (so another checksum).
-    copy_dir(&c.path("ontology"), &c.path("ont2"));
+    common::copy_dir(&c.path("ontology"), &c.path("ont2"));
     let file = c.path("ont2/lf-tags.json");
     let mut ontology: Value =
         serde_json::from_str(&std::fs::read_to_string(&file).expect("ontology")).expect("JSON");
@@ -411,7 +375,7 @@ fn the_advised_index_carries_the_flags_in_effect_and_works_only_with_them() {
 
 #[test]
 fn hints_name_the_flags_of_the_cli_and_the_tools_of_rest_and_mcp() {
-    if !model_available("wrong_turns::item_3") {
+    if !common::model_available("wrong_turns::item_3") {
         return;
     }
     let c = Checkout::new();
@@ -720,7 +684,7 @@ fn a_missing_catalog_folder_and_a_current_naming_a_missing_snapshot_say_so() {
     std::fs::create_dir_all(c.path("idx/snapshots")).expect("mkdir");
     std::fs::write(c.path("idx/CURRENT"), "20261201T000000Z-deadbeef\n").expect("CURRENT");
     let out = c.run(&["--index", "idx", "--json", "search", "IBAN"]);
-    if !model_available("wrong_turns::missing_snapshot") {
+    if !common::model_available("wrong_turns::missing_snapshot") {
         return;
     }
     assert_eq!(out.status.code(), Some(1));

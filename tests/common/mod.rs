@@ -330,6 +330,34 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A catalog folder holding `domains` of the demo catalog (and its roles and provenance): a
+/// build of a few hundred texts instead of the whole demo's 744.
+pub fn slice_catalog(to: &Path, domains: &[&str]) {
+    let demo = catalog_dir();
+    copy_dir(&demo.join("roles"), &to.join("roles"));
+    std::fs::copy(demo.join("provenance.json"), to.join("provenance.json")).expect("provenance");
+    for d in domains {
+        copy_dir(&demo.join("domains").join(d), &to.join("domains").join(d));
+    }
+}
+
+/// Whether the embedding model is there for a test that runs the binary on it; says why when it
+/// is not, and fails under `CI=true`.
+pub fn model_available(test: &str) -> bool {
+    if model_dir().join("model.safetensors").is_file() {
+        return true;
+    }
+    assert!(
+        !under_ci(),
+        "{test}: the model is missing under CI; run scripts/fetch-model.sh"
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: needs the model (scripts/fetch-model.sh)"
+    );
+    false
+}
+
 /// A server watching its own copies of the demo catalog and ontology (with its glossary and
 /// abbreviations), serving `index`: `--catalog DIR --ontology FILE --index DIR --watch` under
 /// `dir`, and the ontology's path. A snapshot records the catalog folder it was built from, so
