@@ -22,8 +22,9 @@ mod progress;
 mod render;
 pub use index::IndexArgs;
 
+use crate::index::Unit;
 use eval::run_eval;
-use progress::{Bar, Unit};
+use progress::Bar;
 use render::render;
 
 #[derive(Debug, Clone, Parser)]

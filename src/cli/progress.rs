@@ -8,14 +8,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::index::StepLines;
-
-/// What a step counts.
-#[derive(Clone, Copy)]
-pub(super) enum Unit {
-    Items,
-    Bytes,
-}
+use crate::index::{StepLines, Unit};
 
 /// A progress display on stderr for a long step.
 pub(super) struct Bar {
@@ -31,11 +24,7 @@ impl Bar {
         } else if std::io::stderr().is_terminal() {
             (Some(terminal_bar(unit)), None)
         } else {
-            let bytes = matches!(unit, Unit::Bytes);
-            (
-                None,
-                Some(Mutex::new(StepLines::new(bytes, Instant::now()))),
-            )
+            (None, Some(Mutex::new(StepLines::new(unit, Instant::now()))))
         };
         Bar { bar, lines }
     }

@@ -21,7 +21,7 @@ pub mod watch;
 
 pub use build::*;
 pub use format::*;
-pub use progress::{Logged, Progress, Quiet, StepLines};
+pub use progress::{Logged, Progress, Quiet, StepLines, Unit};
 pub use reuse::{document_pieces, vector_pieces, Piece};
 
 use std::collections::{BTreeMap, HashMap};

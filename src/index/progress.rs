@@ -27,10 +27,17 @@ impl Progress for Quiet {
 /// machine, docs/SCALING.md) writes about 900 lines for it.
 pub const LINE_EVERY: Duration = Duration::from_secs(10);
 
+/// What a step counts.
+#[derive(Clone, Copy)]
+pub enum Unit {
+    Items,
+    Bytes,
+}
+
 /// A step as lines: one when it begins, at most one every [`LINE_EVERY`] while it runs, one
 /// when it ends. Each method is given the time, and returns the line to write, if any.
 pub struct StepLines {
-    bytes: bool,
+    unit: Unit,
     what: String,
     total: u64,
     done: u64,
@@ -39,10 +46,9 @@ pub struct StepLines {
 }
 
 impl StepLines {
-    /// Counts items, or bytes when `bytes`.
-    pub fn new(bytes: bool, now: Instant) -> StepLines {
+    pub fn new(unit: Unit, now: Instant) -> StepLines {
         StepLines {
-            bytes,
+            unit,
             what: String::new(),
             total: 0,
             done: 0,
@@ -55,7 +61,7 @@ impl StepLines {
         *self = StepLines {
             what: what.to_string(),
             total,
-            ..StepLines::new(self.bytes, now)
+            ..StepLines::new(self.unit, now)
         };
         format!("{what}: {} to do", self.amount(total))
     }
@@ -95,10 +101,9 @@ impl StepLines {
     }
 
     fn amount(&self, n: u64) -> String {
-        if self.bytes {
-            format!("{n} bytes")
-        } else {
-            n.to_string()
+        match self.unit {
+            Unit::Items => n.to_string(),
+            Unit::Bytes => format!("{n} bytes"),
         }
     }
 }
@@ -109,7 +114,7 @@ pub struct Logged(Mutex<StepLines>);
 
 impl Logged {
     pub fn new() -> Logged {
-        Logged(Mutex::new(StepLines::new(false, Instant::now())))
+        Logged(Mutex::new(StepLines::new(Unit::Items, Instant::now())))
     }
 
     fn log(&self, line: impl FnOnce(&mut StepLines, Instant) -> Option<String>) {
@@ -146,7 +151,7 @@ mod tests {
     #[test]
     fn a_running_step_writes_a_line_once_the_interval_has_passed_and_not_before() {
         let t0 = Instant::now();
-        let mut lines = StepLines::new(false, t0);
+        let mut lines = StepLines::new(Unit::Items, t0);
         assert_eq!(
             lines.start("embedding texts", 1000, t0),
             "embedding texts: 1000 to do"
@@ -163,7 +168,7 @@ mod tests {
     #[test]
     fn a_step_ends_with_one_line_and_a_second_finish_writes_none() {
         let t0 = Instant::now();
-        let mut lines = StepLines::new(true, t0);
+        let mut lines = StepLines::new(Unit::Bytes, t0);
         lines.start("uploading", 2048, t0);
         assert_eq!(lines.advance(2048, t0 + Duration::from_millis(1)), None);
         assert_eq!(
